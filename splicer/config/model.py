@@ -1,0 +1,151 @@
+"""The configuration model: frozen dataclasses, the only thing runtime/ reads from config/.
+
+Everything here is immutable and fully resolved: `defaults` inheritance has been applied and
+every `listen` section has been split into a Frontend and a Backend of the same name.
+Times are float seconds (None = no timeout, as haproxy's "infinite"); sizes are bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """haproxy `timeout` keywords, in seconds; None means the keyword was not set (infinite).
+
+    Attributes mirror haproxy's names: `timeout client`, `server`, `connect`, `http-request`,
+    `http-keep-alive`, `queue`, `tunnel` (configuration.txt section 4.2, "timeout ...").
+    """
+
+    client: float | None = None
+    server: float | None = None
+    connect: float | None = None
+    http_request: float | None = None
+    http_keep_alive: float | None = None
+    queue: float | None = None
+    tunnel: float | None = None
+
+
+@dataclass(frozen=True)
+class Global:
+    """The `global` section.
+
+    Attributes:
+        maxconn: total concurrent client connections per process (haproxy `maxconn`).
+        nbthread: worker count; None = number of CPUs (haproxy `nbthread`).
+        bufsize: max request/response head in bytes (haproxy `tune.bufsize`, default 16384).
+        maxhdr: max header fields in a head (haproxy `tune.http.maxhdr`, default 101).
+        pipesize: pipe size in bytes set with F_SETPIPE_SZ; None = kernel default (`tune.pipesize`).
+        maxpipes: max pipes in the pool; None = maxconn // 4 as haproxy computes it (`tune.maxpipes`).
+    """
+
+    maxconn: int = 4096
+    nbthread: int | None = None
+    bufsize: int = 16384
+    maxhdr: int = 101
+    pipesize: int | None = None
+    maxpipes: int | None = None
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One `bind ADDR:PORT` line: becomes one listener. host '' or '*' means all addresses."""
+
+    host: str
+    port: int
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Server:
+    """One `server NAME ADDR:PORT [weight N] [maxconn N] [disabled]` line.
+
+    Attributes:
+        weight: relative share for `balance roundrobin`/`leastconn`, 0..256 (haproxy default 1).
+        maxconn: max concurrent connections to this server; 0 = unlimited (haproxy default).
+        disabled: start in maintenance (haproxy `disabled`).
+    """
+
+    name: str
+    host: str
+    port: int
+    weight: int = 1
+    maxconn: int = 0
+    disabled: bool = False
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """A `frontend` section, or the front half of a `listen` section.
+
+    Attributes:
+        mode: "http" or "tcp" (haproxy `mode`; "tcp" when no section sets it, as in haproxy).
+        binds: listeners to open.
+        default_backend: name of the Backend that receives all traffic.
+        maxconn: max concurrent client connections on this frontend (haproxy default 0 = global).
+        forwardfor: `option forwardfor` set here or in the defaults it inherits.
+        splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
+        timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
+    """
+
+    name: str
+    mode: str
+    binds: tuple[Bind, ...]
+    default_backend: str | None
+    maxconn: int = 0
+    forwardfor: bool = False
+    splice_request: bool = False
+    splice_response: bool = False
+    splice_auto: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A `backend` section, or the back half of a `listen` section.
+
+    Attributes:
+        balance: "roundrobin" or "leastconn" (haproxy `balance`; default roundrobin).
+        servers: in file order.
+        retries: connection attempts after the first on a failed connect (haproxy `retries`, default 3).
+        redispatch: `option redispatch`: a retry may go to another server.
+        timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
+    """
+
+    name: str
+    mode: str
+    balance: str = "roundrobin"
+    servers: tuple[Server, ...] = ()
+    forwardfor: bool = False
+    splice_request: bool = False
+    splice_response: bool = False
+    splice_auto: bool = False
+    retries: int = 3
+    redispatch: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole, resolved configuration.
+
+    Attributes:
+        path: the file it was read from.
+        global_: the `global` section (defaults if absent).
+        frontends: frontends in file order (listen sections included).
+        backends: backends by name (listen sections included).
+        warnings: "file:line: text" strings for things accepted but ignored.
+    """
+
+    path: str
+    global_: Global
+    frontends: tuple[Frontend, ...]
+    backends: dict[str, Backend]
+    warnings: tuple[str, ...] = ()

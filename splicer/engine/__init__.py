@@ -1,0 +1,1 @@
+"""The native splice engine as Python sees it: pools, pipes and pump results, no cdata."""

@@ -1,0 +1,175 @@
+"""The only importer of splicer._engine: ABI check, cdata handling, rc -> exception.
+
+Everything outside this module sees PipePool, Pipe and Move objects. cffi releases the GIL
+around every call into C (documented since cffi 0.3), so a long spl_pump() never blocks
+other Python threads, only the event loop that called it (bounded by its `budget`).
+"""
+from __future__ import annotations
+
+import errno as _errno
+import os
+from dataclasses import dataclass
+from enum import IntEnum
+
+from splicer.errors import EngineBusy, EngineError
+
+try:
+    from splicer._engine import ffi, lib
+except ImportError as exc:  # pragma: no cover - only on a broken install
+    raise ImportError(
+        "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
+    ) from exc
+
+ABI = 1
+if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
+    raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
+
+UNTIL_EOF = 2**64 - 1
+"""`max_in` value meaning "until the source reaches end of stream"."""
+
+
+class Stop(IntEnum):
+    """Why a pump returned (C enum spl_stop)."""
+
+    DONE = lib.SPL_STOP_DONE
+    SRC_AGAIN = lib.SPL_STOP_SRC_AGAIN
+    DST_AGAIN = lib.SPL_STOP_DST_AGAIN
+    EOF = lib.SPL_STOP_EOF
+    BUDGET = lib.SPL_STOP_BUDGET
+    SRC_ERROR = lib.SPL_STOP_SRC_ERROR
+    DST_ERROR = lib.SPL_STOP_DST_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Result of one pump call.
+
+    Attributes:
+        bytes_in: bytes read from the source into the pipe.
+        bytes_out: bytes written from the pipe to the destination (the only bytes "sent").
+        how: why it stopped.
+        err: positive errno for SRC_ERROR/DST_ERROR, else 0.
+    """
+
+    bytes_in: int
+    bytes_out: int
+    how: Stop
+    err: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStats:
+    """Counters of one pipe pool (haproxy `show info`: PipesUsed, PipesFree, TotalSplicedBytesOut)."""
+
+    spliced_bytes: int
+    splice_calls: int
+    eagain_waits: int
+    pipes_used: int
+    pipes_free: int
+    pipes_max: int
+    pipe_size: int
+    pipes_killed: int
+    pipe_failures: int
+
+
+def _raise(rc: int, what: str) -> None:
+    if rc == -_errno.EAGAIN:
+        raise EngineBusy(_errno.EAGAIN, f"{what}: no pipe free")
+    raise EngineError(-rc, f"{what}: {os.strerror(-rc)}")
+
+
+class Pipe:
+    """One kernel pipe lent by a PipePool; give it back with PipePool.put().
+
+    Attributes:
+        data: bytes currently held in the pipe (owed to the destination).
+        size: capacity in bytes.
+    """
+
+    __slots__ = ("_c", "_pool", "_mv")
+
+    def __init__(self, cpipe, pool: "PipePool") -> None:
+        self._c = cpipe
+        self._pool = pool
+        self._mv = ffi.new("struct spl_move *")
+
+    @property
+    def data(self) -> int:
+        return self._c.data
+
+    @property
+    def size(self) -> int:
+        return self._c.size
+
+    def pump(self, src: int, dst: int, max_in: int = UNTIL_EOF, budget: int = 0) -> Move:
+        """Splice up to `max_in` bytes src -> pipe -> dst, flushing what the pipe holds first.
+
+        Args:
+            src: fd of a non-blocking socket to read from.
+            dst: fd of a non-blocking socket to write to.
+            max_in: bytes still to read from src (UNTIL_EOF for "until end of stream").
+            budget: stop after writing this many bytes (0 = no limit), for loop fairness.
+
+        Returns:
+            Move. EOF is reported only once the pipe is empty (haproxy #2505).
+
+        Raises:
+            EngineError: bad arguments (a closed pipe or negative fd).
+        """
+        mv = self._mv
+        rc = lib.spl_pump(self._pool._c, self._c, src, dst, max_in, budget, mv)
+        if rc != 0:
+            _raise(rc, "spl_pump")
+        return Move(mv.bytes_in, mv.bytes_out, Stop(mv.how), mv.err)
+
+
+class PipePool:
+    """A bounded pool of kernel pipes (haproxy `tune.pipesize`, `tune.maxpipes`).
+
+    Args:
+        pipesize: bytes per pipe, set with F_SETPIPE_SZ; 0 = kernel default (64 KiB).
+        maxpipes: pipes at most; beyond that get() raises EngineBusy and callers copy.
+
+    Raises:
+        EngineError: the pool could not be allocated.
+    """
+
+    def __init__(self, pipesize: int = 0, maxpipes: int = 1024) -> None:
+        out = ffi.new("struct spl_pool **")
+        rc = lib.spl_pool_new(pipesize, maxpipes, out)
+        if rc != 0:
+            _raise(rc, "spl_pool_new")
+        self._c = out[0]
+        self._stats = ffi.new("struct spl_stats *")
+
+    def get(self) -> Pipe:
+        """Lend an empty pipe.
+
+        Raises:
+            EngineBusy: the pool is at maxpipes (copy in user space instead).
+            EngineError: pipe2() failed (e.g. EMFILE).
+        """
+        out = ffi.new("struct spl_pipe **")
+        rc = lib.spl_pipe_get(self._c, out)
+        if rc != 0:
+            _raise(rc, "spl_pipe_get")
+        return Pipe(out[0], self)
+
+    def put(self, pipe: Pipe) -> None:
+        """Return a pipe. One still holding data is closed, never lent again (haproxy put_pipe)."""
+        if pipe._c is not None:
+            lib.spl_pipe_put(self._c, pipe._c)
+            pipe._c = None
+
+    def stats(self) -> PoolStats:
+        """Current counters of this pool."""
+        s = self._stats
+        lib.spl_pool_stats(self._c, s)
+        return PoolStats(s.spliced_bytes, s.splice_calls, s.eagain_waits, s.pipes_used, s.pipes_free,
+                         s.pipes_max, s.pipe_size, s.pipes_killed, s.pipe_failures)
+
+    def close(self) -> None:
+        """Close every pipe and free the pool; the pool is unusable afterwards."""
+        if self._c is not None:
+            lib.spl_pool_free(self._c)
+            self._c = None

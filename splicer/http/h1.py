@@ -1,0 +1,200 @@
+"""HTTP/1.1 heads, parsed with h11 and rewritten for forwarding.
+
+Rule: h11 parses; this module turns h11's events and errors into the proxy's RequestHead /
+ResponseHead and HeadError (the single place where h11's RemoteProtocolError is caught).
+Bodies never pass through h11: the head bytes alone are fed to it, and the body framing is
+decided by framing.py. Nothing here does I/O.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import h11
+
+from splicer.http import headers as hdr
+from splicer.http.framing import Framing, FramingError, request_framing, response_framing
+
+HEAD_END = re.compile(rb"\r?\n\r?\n")
+"""End of a head: an empty line (h11 accepts bare LF line endings; so does this search)."""
+
+
+class HeadError(ValueError):
+    """A head that cannot be forwarded; `status` is the answer (400, 431, 501, 502)."""
+
+    def __init__(self, msg: str, status: int = 400) -> None:
+        super().__init__(msg)
+        self.status = status
+
+
+def find_head_end(buf: bytes | bytearray, start: int = 0) -> int:
+    """Length of the head at the start of `buf` (up to and including its empty line), or -1.
+
+    Args:
+        buf: bytes received so far.
+        start: offset to search from (a few bytes before the previous end of `buf`).
+    """
+    m = HEAD_END.search(buf, start)
+    return m.end() if m else -1
+
+
+@dataclass(slots=True)
+class RequestHead:
+    """A parsed request head.
+
+    Attributes:
+        method: e.g. b"GET".
+        target: request-target as received, e.g. b"/index.html".
+        version: b"1.1" or b"1.0".
+        headers: fields in wire order, names in the case received.
+        framing: body framing (framing.request_framing).
+        keep_alive: the client allows the connection to persist after this exchange
+            (RFC 9112 section 9.3: 1.1 unless "close"; 1.0 only with "keep-alive").
+        expect_continue: the request carries Expect: 100-continue.
+    """
+
+    method: bytes
+    target: bytes
+    version: bytes
+    headers: hdr.Headers
+    framing: Framing
+    keep_alive: bool
+    expect_continue: bool = False
+
+
+@dataclass(slots=True)
+class ResponseHead:
+    """A parsed response head (final or 1xx).
+
+    Attributes:
+        status: status code.
+        reason: reason phrase as received.
+        version: b"1.1" or b"1.0".
+        headers: fields in wire order.
+        framing: body framing (framing.response_framing).
+        keep_alive: the server allows its connection to be reused after this response.
+    """
+
+    status: int
+    reason: bytes
+    version: bytes
+    headers: hdr.Headers
+    framing: Framing
+    keep_alive: bool
+
+
+def _persistent(version: bytes, conn_tokens: list[bytes]) -> bool:
+    if b"close" in conn_tokens:
+        return False
+    return version == b"1.1" or b"keep-alive" in conn_tokens
+
+
+def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
+    """Parse one request head (request line + fields + empty line).
+
+    Args:
+        head: exactly the head's bytes, as found by find_head_end().
+        maxhdr: most header fields accepted (haproxy `tune.http.maxhdr`).
+
+    Returns:
+        RequestHead.
+
+    Raises:
+        HeadError: unparseable head (400; h11's error_status_hint), too many fields (400),
+            Transfer-Encoding other than chunked (501), invalid framing (400).
+    """
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=len(head) + 1)
+    conn.receive_data(head)
+    try:
+        ev = conn.next_event()
+    except h11.RemoteProtocolError as exc:
+        raise HeadError(str(exc), exc.error_status_hint) from None
+    if not isinstance(ev, h11.Request):
+        raise HeadError("incomplete request head", 400)
+    fields = list(ev.headers.raw_items())
+    if len(fields) > maxhdr:
+        raise HeadError(f"more than {maxhdr} header fields", 400)
+    try:
+        framing = request_framing(fields)
+    except FramingError as exc:
+        raise HeadError(str(exc), exc.status) from None
+    conn_tokens = hdr.tokens(fields, b"connection")
+    expect = any(v.lower().strip() == b"100-continue" for n, v in fields if n.lower() == b"expect")
+    return RequestHead(ev.method, ev.target, ev.http_version, fields, framing,
+                       _persistent(ev.http_version, conn_tokens), expect)
+
+
+def parse_response(head: bytes, method: bytes) -> ResponseHead:
+    """Parse one response head received for a request with `method`.
+
+    Args:
+        head: exactly the head's bytes.
+        method: the request's method (a response to HEAD has no body).
+
+    Returns:
+        ResponseHead (status < 200 for an interim 1xx response).
+
+    Raises:
+        HeadError: unparseable or invalidly framed response (502).
+    """
+    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=len(head) + 1)
+    conn.send(h11.Request(method=method, target="/", headers=[("Host", "x")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(head)
+    try:
+        ev = conn.next_event()
+    except h11.RemoteProtocolError as exc:
+        raise HeadError(f"invalid response from server: {exc}", 502) from None
+    if not isinstance(ev, (h11.Response, h11.InformationalResponse)):
+        raise HeadError("incomplete response head", 502)
+    fields = list(ev.headers.raw_items())
+    try:
+        framing = response_framing(method, ev.status_code, fields)
+    except FramingError as exc:
+        raise HeadError(str(exc), 502) from None
+    keep = _persistent(ev.http_version, hdr.tokens(fields, b"connection")) and not framing.must_close
+    return ResponseHead(ev.status_code, ev.reason, ev.http_version, fields, framing, keep)
+
+
+def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
+    """The request head to send to the server: HTTP/1.1, hop-by-hop fields removed.
+
+    Args:
+        req: the parsed request.
+        client_ip: add X-Forwarded-For with it when not None (haproxy `option forwardfor`),
+            after hop-by-hop removal so the client cannot strip it via Connection.
+
+    Returns:
+        Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
+        field); a chunked body keeps its Transfer-Encoding: chunked.
+    """
+    fields = hdr.strip_hop_by_hop(req.headers)
+    if req.framing.kind.value == "chunked":
+        fields.append((b"Transfer-Encoding", b"chunked"))
+    if client_ip is not None:
+        fields = hdr.append_forwarded_for(fields, client_ip)
+    return hdr.serialize(b"%s %s HTTP/1.1" % (req.method, req.target), fields)
+
+
+def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive: bool) -> bytes:
+    """The response head to send to the client.
+
+    Args:
+        resp: the parsed server response.
+        client_version: the request's HTTP version; a 1.0 client gets a 1.0 status line
+            semantics for keep-alive (explicit "Connection: keep-alive").
+        keep_alive: whether splicer keeps the client connection open after this response.
+
+    Returns:
+        Head bytes with hop-by-hop fields removed, Transfer-Encoding: chunked restored for a
+        chunked body, and a Connection field stating what splicer will do.
+    """
+    fields = hdr.strip_hop_by_hop(resp.headers)
+    if resp.framing.kind.value == "chunked":
+        fields.append((b"Transfer-Encoding", b"chunked"))
+    if resp.status >= 200:
+        if not keep_alive:
+            fields.append((b"Connection", b"close"))
+        elif client_version == b"1.0":
+            fields.append((b"Connection", b"keep-alive"))
+    return hdr.serialize(b"HTTP/1.1 %d %s" % (resp.status, resp.reason), fields)

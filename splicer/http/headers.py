@@ -1,0 +1,75 @@
+"""Header rewriting for forwarding: pure functions over lists of (name, value) byte pairs.
+
+Everything that decides which fields a proxy removes or adds lives here: hop-by-hop removal
+(RFC 9110 section 7.6.1) and X-Forwarded-For (haproxy `option forwardfor`). Names keep the
+case the peer sent; comparisons are case-insensitive. Nothing here does I/O.
+"""
+from __future__ import annotations
+
+Headers = list[tuple[bytes, bytes]]
+"""A header section: (name, value) pairs in wire order, names in the case the peer sent."""
+
+HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
+    b"proxy-authorization", b"te", b"trailer", b"transfer-encoding", b"upgrade",
+})
+"""Fields that describe one connection, not the message (RFC 9110 section 7.6.1, plus the
+legacy Keep-Alive and Proxy-Connection). Transfer-Encoding is listed because splicer
+re-frames from its own framing decision (framing.py) and writes it back itself."""
+
+
+def tokens(headers: Headers, name: bytes) -> list[bytes]:
+    """All comma-separated tokens of every field `name`, lowercased and stripped.
+
+    Args:
+        headers: the header section.
+        name: lowercase field name, e.g. b"connection".
+
+    Returns:
+        e.g. [b"keep-alive", b"x-foo"] for ``Connection: Keep-Alive, X-Foo``. Empty elements
+        are dropped (RFC 9110 section 5.6.1 list syntax).
+    """
+    out = []
+    for n, v in headers:
+        if n.lower() == name:
+            for t in v.split(b","):
+                t = t.strip().lower()
+                if t:
+                    out.append(t)
+    return out
+
+
+def strip_hop_by_hop(headers: Headers) -> Headers:
+    """Remove hop-by-hop fields and every field named in Connection (RFC 9110 section 7.6.1).
+
+    Args:
+        headers: the received header section.
+
+    Returns:
+        A new list with the end-to-end fields only, in their original order.
+    """
+    drop = HOP_BY_HOP.union(tokens(headers, b"connection"))
+    return [(n, v) for n, v in headers if n.lower() not in drop]
+
+
+def append_forwarded_for(headers: Headers, client_ip: str) -> Headers:
+    """Add ``X-Forwarded-For: <client_ip>`` as the last field (haproxy `option forwardfor`).
+
+    haproxy appends a new header line rather than editing an existing one, so the origin sees
+    every hop; we do the same. Call it after strip_hop_by_hop() so a client cannot remove it
+    by naming it in Connection.
+
+    Args:
+        headers: header section to extend (not modified).
+        client_ip: the client's address as text ("192.0.2.1" or "2001:db8::1").
+    """
+    return headers + [(b"X-Forwarded-For", client_ip.encode("ascii"))]
+
+
+def serialize(start_line: bytes, headers: Headers) -> bytes:
+    """Render a head: start line, fields, blank line, with CRLF endings (RFC 9112 section 2.1)."""
+    parts = [start_line, b"\r\n"]
+    for n, v in headers:
+        parts += (n, b": ", v, b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)

@@ -1,0 +1,187 @@
+"""A backend at run time: its servers, balancer, idle connections, queue and counters.
+
+Theory of operation: a stream asks acquire() for a server connection. The balancer picks a
+server (skipping down, full and already-failed ones); an idle kept-alive connection to it is
+reused if one is alive, otherwise a new one is opened within `timeout connect`. A failed
+connect is retried up to `retries` times, on another server when `option redispatch` is set
+(on the same one otherwise, after haproxy's turn-around delay of min(timeout connect, 1 s)).
+When every usable server is at its maxconn, the request waits in the backend queue for up
+to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
+connection back to the idle pool or closes it, and frees the server's slot.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import deque
+from dataclasses import dataclass, field
+
+from splicer.balance import ALGORITHMS
+from splicer.config.model import Backend as BackendModel
+from splicer.config.model import Server as ServerModel
+from splicer.errors import NoServerAvailable
+from splicer.runtime import io
+from splicer.runtime.pool import IdlePool
+from splicer.stats import Counters
+
+log = logging.getLogger("splicer")
+
+
+@dataclass
+class Server:
+    """One server at run time: its model, resolved address, idle pool and counters."""
+
+    model: ServerModel
+    index: int
+    addr: tuple[str, int]
+    idle: IdlePool = field(default_factory=IdlePool)
+    counters: Counters = field(default_factory=Counters)
+
+
+@dataclass(slots=True)
+class Lease:
+    """A server connection lent to one stream.
+
+    Attributes:
+        server: the server it goes to.
+        sock: the connected non-blocking socket.
+        reused: True when it was taken from the idle pool (it may have been closed by the
+            server meanwhile; a request that got no response byte on it may be retried).
+    """
+
+    server: Server
+    sock: socket.socket
+    reused: bool
+
+
+def resolve_address(host: str, port: int) -> tuple[str, int]:
+    """Resolve a server address once, at start-up, as haproxy does with libc.
+
+    Raises:
+        OSError: the name does not resolve.
+    """
+    if host in ("", "*"):
+        host = "127.0.0.1"
+    info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return info[0][4][0], port
+
+
+class Backend:
+    """A backend section at run time.
+
+    Args:
+        model: the resolved configuration of the backend.
+        loop: the event loop.
+    """
+
+    def __init__(self, model: BackendModel, loop: asyncio.AbstractEventLoop) -> None:
+        self.model = model
+        self.name = model.name
+        self.loop = loop
+        self.servers = [Server(s, i, resolve_address(s.host, s.port)) for i, s in enumerate(model.servers)]
+        self.balancer = ALGORITHMS[model.balance]([s.weight for s in model.servers],
+                                                  [s.maxconn for s in model.servers])
+        for s in self.servers:
+            if s.model.disabled:
+                self.balancer.set_up(s.index, False)
+        self.counters = Counters()
+        self._queue: deque[asyncio.Future] = deque()
+        t = model.timeouts
+        self.connect_timeout = t.connect
+        self.queue_timeout = t.queue if t.queue is not None else t.connect
+
+    async def _pick(self, avoid: set[int]) -> int:
+        """A server index with a free slot, waiting in the queue while all are full."""
+        deadline = None
+        while True:
+            i = self.balancer.pick(avoid)
+            if i is not None:
+                self.balancer.take_conn(i)
+                return i
+            usable = [k for k in range(len(self.servers))
+                      if k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0]
+            if not usable:
+                raise NoServerAvailable(f"backend '{self.name}' has no server available")
+            # every candidate is at its maxconn: queue (haproxy `timeout queue`)
+            if deadline is None and self.queue_timeout is not None:
+                deadline = self.loop.time() + self.queue_timeout
+            fut = self.loop.create_future()
+            self._queue.append(fut)
+            try:
+                left = None if deadline is None else deadline - self.loop.time()
+                if left is not None and left <= 0:
+                    raise NoServerAvailable(f"backend '{self.name}': queue timeout")
+                await asyncio.wait_for(fut, left)
+            except TimeoutError:
+                raise NoServerAvailable(f"backend '{self.name}': queue timeout") from None
+            finally:
+                if fut in self._queue:
+                    self._queue.remove(fut)
+
+    def _wake_queue(self) -> None:
+        while self._queue:
+            fut = self._queue.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+
+    async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True) -> Lease:
+        """Lend a connection to a server of this backend.
+
+        Args:
+            avoid: server indexes not to use (already failed for this request).
+            allow_reuse: False to insist on a new connection (retry after a reused one died).
+
+        Returns:
+            A Lease; give it back with release().
+
+        Raises:
+            NoServerAvailable: no server up, queue timeout, or every attempt failed (-> 503).
+        """
+        avoid = set() if avoid is None else set(avoid)
+        retries = self.model.retries
+        i = await self._pick(avoid)
+        attempt = 0
+        while True:
+            srv = self.servers[i]
+            if allow_reuse:
+                sock = srv.idle.get(self.loop.time())
+                if sock is not None:
+                    return Lease(srv, sock, True)
+            try:
+                sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
+            except (OSError, TimeoutError) as exc:
+                srv.counters.econ += 1
+                self.counters.econ += 1
+                log.warning("backend %s server %s: connect failed: %s", self.name, srv.model.name,
+                            exc or "timeout")
+                self.balancer.drop_conn(i)
+                self._wake_queue()
+                attempt += 1
+                if attempt > retries:
+                    raise NoServerAvailable(f"backend '{self.name}': no server reachable") from None
+                if self.model.redispatch:
+                    avoid.add(i)
+                    i = await self._pick(avoid)
+                else:
+                    await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
+                    self.balancer.take_conn(i)
+                continue
+            srv.counters.stot += 1
+            self.counters.stot += 1
+            return Lease(srv, sock, False)
+
+    def release(self, lease: Lease, reusable: bool) -> None:
+        """Give a connection back: to the idle pool when `reusable`, else closed."""
+        if reusable:
+            lease.server.idle.put(lease.sock, self.loop.time())
+        else:
+            lease.sock.close()
+        self.balancer.drop_conn(lease.server.index)
+        self._wake_queue()
+
+    def close(self) -> None:
+        """Close every idle server connection."""
+        for s in self.servers:
+            s.idle.close()

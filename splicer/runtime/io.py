@@ -1,0 +1,215 @@
+"""Awaitable primitives on raw non-blocking sockets: wait, send, receive a head, connect.
+
+Rule: the shell uses raw sockets and loop.add_reader/add_writer rather than asyncio
+transports, so that a socket's unread bytes stay in the kernel for splice(2). Every
+operation tries the syscall first and waits only on EAGAIN. Timeouts are float seconds
+(None = no timeout) and raise TimeoutError; a peer reset raises OSError.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+
+from splicer.http.h1 import find_head_end
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _expire(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
+async def wait_readable(loop: asyncio.AbstractEventLoop, fd: int, timeout: float | None) -> None:
+    """Wait until `fd` is readable (data, EOF or error pending).
+
+    Raises:
+        TimeoutError: nothing happened within `timeout` seconds.
+    """
+    fut = loop.create_future()
+    loop.add_reader(fd, _wake, fut)
+    timer = loop.call_later(timeout, _expire, fut) if timeout is not None else None
+    try:
+        await fut
+    finally:
+        loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
+
+
+async def wait_writable(loop: asyncio.AbstractEventLoop, fd: int, timeout: float | None) -> None:
+    """Wait until `fd` can take more bytes (or has an error pending).
+
+    Raises:
+        TimeoutError: still blocked after `timeout` seconds.
+    """
+    fut = loop.create_future()
+    loop.add_writer(fd, _wake, fut)
+    timer = loop.call_later(timeout, _expire, fut) if timeout is not None else None
+    try:
+        await fut
+    finally:
+        loop.remove_writer(fd)
+        if timer is not None:
+            timer.cancel()
+
+
+async def send_all(loop: asyncio.AbstractEventLoop, sock: socket.socket, data, timeout: float | None) -> None:
+    """Send every byte of `data` (bytes-like).
+
+    Raises:
+        TimeoutError: the peer took nothing for `timeout` seconds.
+        OSError: the connection failed (EPIPE, ECONNRESET...).
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            n = sock.send(view)
+        except (BlockingIOError, InterruptedError):
+            await wait_writable(loop, sock.fileno(), timeout)
+            continue
+        view = view[n:]
+
+
+async def recv_into(loop: asyncio.AbstractEventLoop, sock: socket.socket, buf, timeout: float | None) -> int:
+    """Receive at most len(buf) bytes into `buf`; 0 means end of stream.
+
+    Raises:
+        TimeoutError: nothing arrived within `timeout` seconds.
+        OSError: the connection failed.
+    """
+    while True:
+        try:
+            return sock.recv_into(buf)
+        except (BlockingIOError, InterruptedError):
+            await wait_readable(loop, sock.fileno(), timeout)
+
+
+async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
+                    timeout: float | None) -> bytes:
+    """Read exactly one line (through its LF) without reading past it.
+
+    Peeks for the LF, then reads exactly the line; bytes after it stay in the socket.
+
+    Returns:
+        The line with its ending; shorter than a line (no LF) only at end of stream.
+
+    Raises:
+        ValueError: no LF within `limit` bytes.
+        TimeoutError, OSError: as recv_into.
+    """
+    fd = sock.fileno()
+    while True:
+        try:
+            peek = sock.recv(limit, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            await wait_readable(loop, fd, timeout)
+            continue
+        i = peek.find(b"\n")
+        if i >= 0:
+            return sock.recv(i + 1)
+        if not peek:
+            return b""
+        if len(peek) >= limit:
+            raise ValueError("line too long")
+        # an incomplete line: wait for more (a peek leaves the socket readable, so take the
+        # bytes we have, which all belong to this line)
+        part = sock.recv(len(peek))
+        rest = await recv_line(loop, sock, limit - len(part), timeout)
+        return part + rest
+
+
+class HeadTooLarge(ValueError):
+    """No end of head within the size limit (haproxy `tune.bufsize`)."""
+
+
+async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
+                    first_timeout: float | None, timeout: float | None) -> bytes:
+    """Read exactly one HTTP head, leaving any following bytes (the body) in the kernel.
+
+    Peeks to find the empty line that ends the head, then reads exactly that many bytes, so
+    the body can be spliced. While the head is incomplete, its bytes are consumed (they are
+    all head bytes) so the socket does not stay readable.
+
+    Args:
+        limit: largest head accepted, bytes (tune.bufsize).
+        first_timeout: seconds to wait for the first byte (keep-alive idle, or None).
+        timeout: seconds for the whole head once it has started (timeout http-request).
+
+    Returns:
+        The head; b"" when the peer closed (or reset) before sending any byte; a non-empty
+        value without an end of head when the peer closed mid-head.
+
+    Raises:
+        HeadTooLarge: the head exceeds `limit`.
+        TimeoutError: first byte or whole head did not arrive in time; `.partial` holds
+            the bytes consumed so far (b"" when none).
+    """
+    fd = sock.fileno()
+    got = bytearray()
+    deadline = None
+    while True:
+        try:
+            peek = sock.recv(limit - len(got) + 1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            try:
+                if not got and deadline is None:
+                    await wait_readable(loop, fd, first_timeout)
+                else:
+                    if deadline is None:
+                        deadline = loop.time() + timeout if timeout is not None else None
+                    left = None if deadline is None else max(0.0, deadline - loop.time())
+                    await wait_readable(loop, fd, left)
+            except TimeoutError as exc:
+                exc.partial = bytes(got)
+                raise
+            continue
+        except ConnectionError:
+            return b"" if not got else bytes(got)
+        if not peek:
+            return bytes(got)
+        if deadline is None and timeout is not None:
+            deadline = loop.time() + timeout
+        start = max(0, len(got) - 3)
+        end = find_head_end(got + peek, start) if got else find_head_end(peek)
+        if end >= 0:
+            need = end - len(got)
+            got += sock.recv(need)
+            return bytes(got)
+        if len(got) + len(peek) > limit:
+            raise HeadTooLarge(f"head larger than {limit} bytes")
+        got += sock.recv(len(peek))
+        try:
+            await wait_readable(loop, fd, None if deadline is None else max(0.0, deadline - loop.time()))
+        except TimeoutError as exc:
+            exc.partial = bytes(got)
+            raise
+
+
+async def connect(loop: asyncio.AbstractEventLoop, host: str, port: int, timeout: float | None) -> socket.socket:
+    """Open a non-blocking TCP connection with TCP_NODELAY set.
+
+    Raises:
+        TimeoutError: not established within `timeout` seconds (haproxy `timeout connect`).
+        OSError: refused, unreachable...
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.connect((host, port))
+        except BlockingIOError:
+            await wait_writable(loop, sock.fileno(), timeout)
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
+        return sock
+    except BaseException:
+        sock.close()
+        raise

@@ -1,0 +1,60 @@
+"""Idle server connections kept alive for reuse, per server (haproxy `http-reuse safe`).
+
+A connection is put back only after a complete response whose framing allowed reuse. Before
+reuse it is checked with a non-blocking peek: a connection the server closed (EOF) or that
+has unexpected bytes pending is dropped. Connections idle for longer than `max_idle`
+seconds are closed (haproxy's pool-purge-delay, 5 s by default).
+"""
+from __future__ import annotations
+
+import socket
+from collections import deque
+
+
+class IdlePool:
+    """Idle connections of one server.
+
+    Args:
+        max_idle: seconds a connection may stay idle before it is closed.
+        max_conns: most idle connections kept; more are closed on put().
+    """
+
+    def __init__(self, max_idle: float = 5.0, max_conns: int = 256) -> None:
+        self.max_idle = max_idle
+        self.max_conns = max_conns
+        self._idle: deque[tuple[socket.socket, float]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def get(self, now: float) -> socket.socket | None:
+        """The most recently used live connection, or None. Stale ones are closed on the way."""
+        while self._idle:
+            sock, since = self._idle.pop()
+            if now - since > self.max_idle:
+                sock.close()
+                continue
+            try:
+                if sock.recv(1, socket.MSG_PEEK):
+                    sock.close()  # unsolicited bytes: the connection is out of step
+                    continue
+                sock.close()  # b"": the server closed it
+                continue
+            except (BlockingIOError, InterruptedError):
+                return sock  # nothing pending: alive and idle
+            except OSError:
+                sock.close()
+        return None
+
+    def put(self, sock: socket.socket, now: float) -> None:
+        """Keep `sock` for reuse; the oldest idle connections are closed beyond max_conns."""
+        self._idle.append((sock, now))
+        while len(self._idle) > self.max_conns:
+            self._idle.popleft()[0].close()
+        while self._idle and now - self._idle[0][1] > self.max_idle:
+            self._idle.popleft()[0].close()
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        while self._idle:
+            self._idle.pop()[0].close()

@@ -1,0 +1,256 @@
+"""The proxy at run time: listeners, frontends and backends built from a Config, one loop.
+
+Rule: runtime objects are built from the immutable model (config/model.py) and never edit
+it. This module owns the listening sockets, the accept path (with haproxy's global and
+per-frontend `maxconn`: a full listener stops accepting until a session ends), the pipe
+pool, and the operator's view: SIGUSR1 prints the counters as one JSON line on stderr,
+SIGTERM/SIGINT stop the proxy and print them a last time.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+
+from splicer.config.model import Config, Frontend
+from splicer.engine.binding import PipePool
+from splicer.runtime.backend import Backend, resolve_address
+from splicer.runtime.session import HttpSession
+from splicer.runtime.transfer import Mover, SplicePolicy
+from splicer.runtime.tunnel import run_tunnel
+from splicer.errors import NoServerAvailable
+from splicer.stats import Counters
+
+log = logging.getLogger("splicer")
+
+ACCEPT_BATCH = 64
+"""Connections accepted per readiness event of a listener."""
+
+
+def splice_policy(request: bool, *flags) -> SplicePolicy:
+    """Combine the `option splice-*` flags of a frontend and its backend for one direction.
+
+    haproxy enables a direction when either proxy sets it (haproxy#2510).
+
+    Args:
+        request: True for client -> server (splice-request), False for server -> client.
+        flags: the (splice_request, splice_response, splice_auto) triples of each proxy.
+    """
+    if any(f[0] if request else f[1] for f in flags):
+        return SplicePolicy.ALWAYS
+    if any(f[2] for f in flags):
+        return SplicePolicy.AUTO
+    return SplicePolicy.NEVER
+
+
+class FrontendRT:
+    """A frontend at run time: its listeners, its backend, and what its sessions read."""
+
+    def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend) -> None:
+        self.proxy = proxy
+        self.model = model
+        self.name = model.name
+        self.loop = proxy.loop
+        self.backend = backend
+        self.mover = proxy.mover
+        self.counters = Counters()
+        g = proxy.config.global_
+        self.bufsize = g.bufsize
+        self.maxhdr = g.maxhdr
+        self.maxconn = model.maxconn or g.maxconn
+        self.forwardfor = model.forwardfor or backend.model.forwardfor
+        flags = ((model.splice_request, model.splice_response, model.splice_auto),
+                 (backend.model.splice_request, backend.model.splice_response, backend.model.splice_auto))
+        self.splice_request = splice_policy(True, *flags)
+        self.splice_response = splice_policy(False, *flags)
+        self.listeners: list[socket.socket] = []
+        self.active = 0
+        self.paused = False
+
+    def open(self) -> None:
+        """Bind and listen on every `bind` address (SO_REUSEADDR and SO_REUSEPORT set)."""
+        for b in self.model.binds:
+            host = "0.0.0.0" if b.host in ("", "*") else b.host.strip("[]")
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            if family == socket.AF_INET and not host.replace(".", "").isdigit():
+                host = resolve_address(host, b.port)[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            try:
+                sock.bind((host, b.port))
+            except OSError as exc:
+                sock.close()
+                raise OSError(exc.errno, f"{b.file}:{b.line}: cannot bind {host}:{b.port}: {exc.strerror}") from None
+            sock.listen(1024)
+            sock.setblocking(False)
+            self.listeners.append(sock)
+        self.resume()
+
+    def resume(self) -> None:
+        for s in self.listeners:
+            self.loop.add_reader(s.fileno(), self._accept, s)
+        self.paused = False
+
+    def pause(self) -> None:
+        for s in self.listeners:
+            self.loop.remove_reader(s.fileno())
+        self.paused = True
+
+    def close(self) -> None:
+        for s in self.listeners:
+            if not self.paused:
+                self.loop.remove_reader(s.fileno())
+            s.close()
+        self.listeners = []
+
+    def _full(self) -> bool:
+        return self.active >= self.maxconn or self.proxy.active >= self.proxy.maxconn
+
+    def _accept(self, lsock: socket.socket) -> None:
+        for _ in range(ACCEPT_BATCH):
+            if self._full():
+                self.proxy.pause_full()
+                return
+            try:
+                sock, peer = lsock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and friends: log and wait for the next event
+                log.error("frontend %s: accept failed: %s", self.name, exc)
+                return
+            sock.setblocking(False)
+            if sock.family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.active += 1
+            self.proxy.active += 1
+            self.counters.stot += 1
+            task = self.loop.create_task(self._session(sock, peer))
+            self.proxy.tasks.add(task)
+            task.add_done_callback(self.proxy.tasks.discard)
+
+    async def _session(self, sock: socket.socket, peer) -> None:
+        try:
+            if self.model.mode == "http":
+                await HttpSession(self, sock, peer).run()
+            else:
+                await self._tcp_session(sock)
+        finally:
+            self.active -= 1
+            self.proxy.active -= 1
+            self.proxy.resume_if_room()
+
+    async def _tcp_session(self, sock: socket.socket) -> None:
+        """`mode tcp`: balance the connection to a server and tunnel both ways until EOF."""
+        be = self.backend
+        try:
+            try:
+                lease = await be.acquire(allow_reuse=False)
+            except NoServerAvailable as exc:
+                log.warning("%s", exc)
+                return
+            t_fe, t_be = self.model.timeouts, be.model.timeouts
+            idle = t_be.tunnel
+            if idle is None:
+                known = [t for t in (t_fe.client, t_be.server) if t is not None]
+                idle = max(known) if known else None
+            try:
+                up, down = await run_tunnel(self.mover, sock, lease.sock, idle,
+                                            self.splice_request, self.splice_response)
+            finally:
+                be.release(lease, False)
+            for c in (self.counters, be.counters, lease.server.counters):
+                c.bin += up.moved
+                c.bout += down.moved
+                c.spliced += up.spliced + down.spliced
+                c.copied += up.copied + down.copied
+        except Exception:
+            log.exception("tcp session on %s failed", self.name)
+        finally:
+            sock.close()
+
+
+class Proxy:
+    """Every frontend and backend of one Config, served by one event loop.
+
+    Args:
+        config: the resolved configuration.
+        loop: the event loop to run on.
+    """
+
+    def __init__(self, config: Config, loop: asyncio.AbstractEventLoop) -> None:
+        self.config = config
+        self.loop = loop
+        g = config.global_
+        self.maxconn = g.maxconn
+        self.active = 0
+        self.tasks: set[asyncio.Task] = set()
+        maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
+        self.pool = PipePool(g.pipesize or 0, maxpipes)
+        self.mover = Mover(loop, self.pool)
+        self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}
+        self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]
+        self._stopped = asyncio.Event()
+
+    def pause_full(self) -> None:
+        """Stop accepting on every listener while the global maxconn is reached."""
+        for fe in self.frontends:
+            if not fe.paused:
+                fe.pause()
+
+    def resume_if_room(self) -> None:
+        """Accept again on paused listeners once there is room."""
+        for fe in self.frontends:
+            if fe.paused and not fe._full():
+                fe.resume()
+
+    def stats(self) -> dict:
+        """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes."""
+        p = self.pool.stats()
+        return {
+            "pid": os.getpid(),
+            "frontends": {fe.name: fe.counters.as_dict() for fe in self.frontends},
+            "backends": {
+                be.name: dict(be.counters.as_dict(), servers={
+                    s.model.name: s.counters.as_dict() for s in be.servers})
+                for be in self.backends.values()},
+            "pipes": {"used": p.pipes_used, "free": p.pipes_free, "max": p.pipes_max, "size": p.pipe_size,
+                      "killed": p.pipes_killed, "spliced_bytes": p.spliced_bytes, "splice_calls": p.splice_calls,
+                      "eagain_waits": p.eagain_waits, "failures": p.pipe_failures},
+        }
+
+    def print_stats(self) -> None:
+        """Write the counters as one line `splicer-stats {json}` to stderr."""
+        sys.stderr.write("splicer-stats " + json.dumps(self.stats(), separators=(",", ":")) + "\n")
+        sys.stderr.flush()
+
+    def stop(self) -> None:
+        """Ask serve() to return."""
+        self._stopped.set()
+
+    async def serve(self) -> None:
+        """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
+        for fe in self.frontends:
+            fe.open()
+        self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
+        self.loop.add_signal_handler(signal.SIGTERM, self.stop)
+        self.loop.add_signal_handler(signal.SIGINT, self.stop)
+        addrs = ", ".join(f"{fe.name}={b.host or '*'}:{b.port}" for fe in self.frontends for b in fe.model.binds)
+        log.info("splicer %d ready: %s", os.getpid(), addrs)
+        try:
+            await self._stopped.wait()
+        finally:
+            for fe in self.frontends:
+                fe.close()
+            for t in list(self.tasks):
+                t.cancel()
+            if self.tasks:
+                await asyncio.wait(self.tasks, timeout=2.0)
+            for be in self.backends.values():
+                be.close()
+            self.print_stats()
+            self.pool.close()

@@ -1,0 +1,321 @@
+"""An HTTP session: one accepted client connection and its streams (request/response exchanges).
+
+Theory of operation, for each stream of a kept-alive session:
+  1. Read exactly the request head (peek for its end; the body stays in the kernel) within
+     `timeout http-request` (the first byte of a later request within
+     `timeout http-keep-alive`). Parse it with h11 (http/h1.py); a bad head gets its 4xx and
+     the session ends.
+  2. Get a server connection from the backend (balanced, reused when idle and alive,
+     retried per `retries`/`option redispatch`); none -> 503.
+  3. Send the rewritten request head, then move the request body (spliced or copied, see
+     transfer.py) while waiting for the response head; 1xx heads are relayed on the way.
+  4. Send the rewritten response head and move the response body. A body that ends early
+     (server closed or failed) aborts the client connection at once, so the client sees it
+     short of its announced length, never a response that looks complete.
+  5. Reuse both connections only when both messages completed with framing that allows it.
+Outcomes are recorded in the counters; nothing here raises past run().
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import TYPE_CHECKING
+
+from splicer.errors import NoServerAvailable
+from splicer.http.errorpages import error_response
+from splicer.http.framing import BodyKind
+from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
+                             forward_response_head, parse_request, parse_response)
+from splicer.runtime import io
+from splicer.runtime.backend import Lease
+from splicer.runtime.transfer import End, Result, Side
+
+if TYPE_CHECKING:
+    from splicer.runtime.proxy import FrontendRT
+
+log = logging.getLogger("splicer")
+
+_RETRY = object()  # the reused server connection died before any response byte: retry
+
+
+class HttpSession:
+    """One client connection in `mode http`.
+
+    Args:
+        fe: the frontend it arrived on (config, backend, counters, mover).
+        sock: the accepted non-blocking client socket; the session closes it.
+        peer: the client's address tuple.
+    """
+
+    def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
+        self.fe = fe
+        self.be = fe.backend
+        self.loop = fe.loop
+        self.sock = sock
+        self.client_ip = peer[0] if isinstance(peer, tuple) else "unknown"
+        t = fe.model.timeouts
+        self.t_client = t.client
+        self.t_request = t.http_request if t.http_request is not None else t.client
+        self.t_keepalive = t.http_keep_alive if t.http_keep_alive is not None else self.t_request
+        self.t_server = self.be.model.timeouts.server
+        self.cli = Side(sock, self.t_client)
+
+    async def run(self) -> None:
+        """Serve streams until one of them ends the session; always closes the client socket."""
+        try:
+            first = True
+            while await self._stream(first):
+                first = False
+        except Exception:  # a bug: log it, never let it kill the worker
+            log.exception("session from %s failed", self.client_ip)
+        finally:
+            self.sock.close()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _reply_error(self, status: int) -> None:
+        """Send an error page, then close gracefully: stop writing and drain what the client
+        still sends for a moment, so that our close does not reset the answer away."""
+        fe = self.fe
+        data = error_response(status)
+        fe.counters.count_status(status)
+        self.be.counters.count_status(status)
+        try:
+            await io.send_all(self.loop, self.sock, data, 1.0 if self.t_client is None else self.t_client)
+            fe.counters.bout += len(data)
+            self.sock.shutdown(socket.SHUT_WR)
+            buf = bytearray(16384)
+            deadline = self.loop.time() + 1.0
+            while self.loop.time() < deadline:
+                if await io.recv_into(self.loop, self.sock, buf, deadline - self.loop.time()) == 0:
+                    break
+        except (OSError, TimeoutError):
+            pass
+
+    def _account(self, r: Result, to_client: bool, server=None) -> None:
+        for c in (self.fe.counters, self.be.counters) + ((server.counters,) if server else ()):
+            if to_client:
+                c.bout += r.moved
+            else:
+                c.bin += r.moved
+            c.spliced += r.spliced
+            c.copied += r.copied
+
+    # -- one stream ----------------------------------------------------------------------
+
+    async def _stream(self, first: bool) -> bool:
+        """Serve one request/response; True when the session may go on with another."""
+        fe = self.fe
+        try:
+            head = await io.recv_head(self.loop, self.sock, fe.bufsize,
+                                      self.t_request if first else self.t_keepalive, self.t_request)
+        except TimeoutError as exc:
+            if getattr(exc, "partial", b""):
+                fe.counters.ereq += 1
+                await self._reply_error(408)
+            return False  # an idle keep-alive connection just closes, as haproxy does
+        except io.HeadTooLarge:
+            fe.counters.ereq += 1
+            await self._reply_error(431)
+            return False
+        if not head or find_head_end(head) < 0:
+            return False  # the client closed (mid-head or between requests)
+        fe.counters.bin += len(head)
+        try:
+            req = parse_request(head, fe.maxhdr)
+        except HeadError as exc:
+            fe.counters.ereq += 1
+            await self._reply_error(exc.status)
+            return False
+        fe.counters.req_tot += 1
+        self.be.counters.req_tot += 1
+        return await self._forward(req)
+
+    async def _forward(self, req: RequestHead) -> bool:
+        fe, be = self.fe, self.be
+        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None)
+        has_body = req.framing.kind is not BodyKind.NONE
+        # a request with a body is never sent on a reused connection: if the server had
+        # closed it meanwhile, the body could not be replayed
+        allow_reuse = not has_body
+        while True:
+            try:
+                lease = await be.acquire(allow_reuse=allow_reuse)
+            except NoServerAvailable as exc:
+                log.warning("%s", exc)
+                await self._reply_error(503)
+                return False
+            if lease.reused:
+                be.counters.reused += 1
+            lease.server.counters.req_tot += 1
+            outcome = await self._exchange(req, out_head, lease)
+            if outcome is _RETRY:
+                be.release(lease, False)
+                allow_reuse = False
+                continue
+            return outcome
+
+    async def _exchange(self, req: RequestHead, out_head: bytes, lease: Lease):
+        """Send one request on `lease` and relay the response. Returns True/False (session
+        goes on or not) or _RETRY. Always releases the lease, except when returning _RETRY."""
+        loop, be = self.loop, self.be
+        srv = Side(lease.sock, self.t_server)
+        try:
+            await io.send_all(loop, lease.sock, out_head, self.t_server)
+        except (OSError, TimeoutError):
+            if lease.reused:
+                return _RETRY
+            be.counters.eresp += 1
+            be.release(lease, False)
+            await self._reply_error(502)
+            return False
+
+        body_task = None
+        if req.framing.kind is not BodyKind.NONE:
+            body_task = loop.create_task(self._request_body(req, srv, lease))
+
+        resp, status = await self._response_head(req, srv, lease, body_task)
+        if resp is _RETRY:
+            return _RETRY
+        if resp is None:
+            await self._end_task(body_task)
+            be.release(lease, False)
+            if status:
+                await self._reply_error(status)
+            return False
+
+        # the final response
+        fr = resp.framing
+        srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
+        cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE
+        head = forward_response_head(resp, req.version, cli_keep)
+        try:
+            await io.send_all(loop, self.sock, head, self.t_client)
+        except (OSError, TimeoutError):
+            await self._end_task(body_task)
+            be.release(lease, False)
+            return False
+        self.fe.counters.bout += len(head)
+        self.fe.counters.count_status(resp.status)
+        be.counters.count_status(resp.status)
+
+        policy = self.fe.splice_response
+        if fr.kind is BodyKind.LENGTH:
+            r = await self.fe.mover.move(srv, self.cli, fr.length, policy)
+        elif fr.kind is BodyKind.CHUNKED:
+            r = await self.fe.mover.move_chunked(srv, self.cli, policy)
+        elif fr.kind is BodyKind.CLOSE:
+            r = await self.fe.mover.move(srv, self.cli, None, policy)
+        else:
+            r = Result(End.DONE)
+        self._account(r, True, lease.server)
+        ok = r.end is End.DONE
+        if not ok:
+            if r.end in (End.SRC_EOF, End.SRC_ERROR, End.SRC_TIMEOUT, End.BAD_FRAMING):
+                be.counters.eresp += 1
+                lease.server.counters.eresp += 1
+            # abort: the client must see the body end short of what was announced
+            self._abort_client()
+
+        if body_task is not None:
+            if not body_task.done():
+                # the server answered before taking the whole body: neither side can go on
+                ok = False
+                await self._end_task(body_task)
+            elif body_task.result().end is not End.DONE:
+                ok = False
+        be.release(lease, ok and srv_reuse)
+        return ok and cli_keep
+
+    def _abort_client(self) -> None:
+        """Reset the client connection now (SO_LINGER 0), so nothing looks complete."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    async def _end_task(self, task) -> None:
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    async def _request_body(self, req: RequestHead, srv: Side, lease: Lease) -> Result:
+        """Move the request body client -> server. On failure, shut the server connection
+        down so that the wait for the response ends too."""
+        policy = self.fe.splice_request
+        if req.framing.kind is BodyKind.LENGTH:
+            r = await self.fe.mover.move(self.cli, srv, req.framing.length, policy)
+        else:
+            r = await self.fe.mover.move_chunked(self.cli, srv, policy)
+        self._account(r, False, lease.server)
+        if r.end is not End.DONE:
+            self.fe.counters.ereq += 1
+            try:
+                lease.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return r
+
+    async def _response_head(self, req: RequestHead, srv: Side, lease: Lease, body_task):
+        """Read the final response head, relaying 1xx ones to the client.
+
+        Returns:
+            (ResponseHead, 0) on success; (_RETRY, 0) when a reused connection closed before
+            any byte; (None, status) on failure, status being the error page to send or 0
+            when the client must just be closed.
+        """
+        loop = self.loop
+        while True:
+            if body_task is not None and not body_task.done():
+                # `timeout server` runs from the end of the request body: a long upload is
+                # not the server's silence. Until then wait for a response or the body's end.
+                readable = loop.create_task(io.wait_readable(loop, lease.sock.fileno(), None))
+                await asyncio.wait((body_task, readable), return_when=asyncio.FIRST_COMPLETED)
+                await self._end_task(readable)
+            try:
+                head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server)
+            except TimeoutError as exc:
+                self.be.counters.eresp += 1
+                return None, 0 if getattr(exc, "partial", b"") else 504
+            except io.HeadTooLarge:
+                self.be.counters.eresp += 1
+                return None, 502
+            except OSError:
+                head = b""
+            if not head or find_head_end(head) < 0:
+                if not head and lease.reused and body_task is None:
+                    return _RETRY, 0
+                if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
+                    # the request body failed first (and shut the server side down)
+                    end = body_task.result().end
+                    if end is End.SRC_TIMEOUT:
+                        return None, 408
+                    return None, 400 if end is End.BAD_FRAMING else 0
+                self.be.counters.eresp += 1
+                return None, 502
+            try:
+                resp = parse_response(head, req.method)
+            except HeadError as exc:
+                self.be.counters.eresp += 1
+                return None, exc.status
+            if resp.status >= 200:
+                return resp, 0
+            if resp.status == 101:
+                self.be.counters.eresp += 1  # Upgrade is not forwarded, so 101 is unsolicited
+                return None, 502
+            if req.version == b"1.0":
+                continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
+            try:
+                interim = forward_response_head(resp, req.version, True)
+                await io.send_all(loop, self.sock, interim, self.t_client)
+                self.fe.counters.bout += len(interim)
+                self.fe.counters.count_status(resp.status)
+            except (OSError, TimeoutError):
+                return None, 0

@@ -1,0 +1,259 @@
+"""Body movers: one message body (or one tunnel direction) from a source to a destination socket.
+
+Theory of operation: a body is moved either by splicing (socket -> pipe -> socket in the
+kernel, splicer.engine) or by copying through a user-space buffer. Splicing is used when
+the direction allows it (haproxy `option splice-request/response/auto`), the body is big
+enough to pay for it, and the pool lends a pipe; otherwise, and whenever the pool is
+exhausted, the body is copied, so a transfer never stalls for lack of a pipe. A counted
+transfer never reads past its end, so the next pipelined message stays in the socket.
+Outcomes (done, premature end of stream, errors and timeouts on either side) are returned
+as data, never raised.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass
+from enum import Enum
+
+from splicer.engine.binding import UNTIL_EOF, PipePool, Stop
+from splicer.errors import EngineError
+from splicer.http.chunked import MAX_LINE, ChunkedReader, Need
+from splicer.http.framing import FramingError
+from splicer.runtime import io
+
+MIN_SPLICE_FORWARD = 4096
+"""Bodies smaller than this are never spliced (haproxy's MIN_SPLICE_FORWARD)."""
+SPLICE_AUTO_MIN = 65536
+"""`option splice-auto` splices bodies of at least this many bytes (or of unknown length)."""
+BUDGET = 8 * 1024 * 1024
+"""Bytes one pump call may write before yielding to the event loop (fairness)."""
+COPY_BUF = 65536
+"""User-space copy buffer, bytes."""
+
+
+class End(Enum):
+    """How a transfer ended."""
+
+    DONE = "done"                # every byte moved (or EOF reached for an until-EOF transfer)
+    SRC_EOF = "src-eof"          # the source closed before the announced length
+    SRC_ERROR = "src-error"      # reading the source failed (reset...)
+    DST_ERROR = "dst-error"      # writing the destination failed
+    SRC_TIMEOUT = "src-timeout"  # the source sent nothing within its timeout
+    DST_TIMEOUT = "dst-timeout"  # the destination took nothing within its timeout
+    BAD_FRAMING = "bad-framing"  # a chunked body was malformed
+
+
+@dataclass(slots=True)
+class Result:
+    """Outcome of a transfer: `moved` bytes written to the destination, of which `spliced`
+    went through a pipe and `copied` through user space."""
+
+    end: End
+    moved: int = 0
+    spliced: int = 0
+    copied: int = 0
+
+    def add(self, other: "Result") -> None:
+        self.moved += other.moved
+        self.spliced += other.spliced
+        self.copied += other.copied
+        self.end = other.end
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One end of a transfer: its socket and its inactivity timeout in seconds (None = none)."""
+
+    sock: socket.socket
+    timeout: float | None
+
+
+class SplicePolicy(Enum):
+    """When a direction splices (haproxy's option splice-request/-response/-auto)."""
+
+    NEVER = "never"
+    AUTO = "auto"
+    ALWAYS = "always"
+
+    def wants(self, count: int | None) -> bool:
+        """True when a body of `count` bytes (None = unknown, until EOF) should be spliced."""
+        if self is SplicePolicy.NEVER:
+            return False
+        if count is None:
+            return True
+        return count >= (SPLICE_AUTO_MIN if self is SplicePolicy.AUTO else MIN_SPLICE_FORWARD)
+
+
+class Activity:
+    """Time of the last byte moved, shared by the two directions of a tunnel, so that an
+    inactivity timeout fires only when neither direction moves (haproxy `timeout tunnel`)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, now: float) -> None:
+        self.last = now
+
+
+class Mover:
+    """Moves bodies for one worker: holds the loop and the pipe pool.
+
+    Args:
+        loop: the event loop.
+        pool: the pipe pool; None disables splicing entirely.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, pool: PipePool | None) -> None:
+        self.loop = loop
+        self.pool = pool
+
+    async def move(self, src: Side, dst: Side, count: int | None, policy: SplicePolicy,
+                   activity: Activity | None = None) -> Result:
+        """Move `count` bytes (None: until the source's end of stream) from src to dst.
+
+        Args:
+            src, dst: the two sockets with their timeouts.
+            count: bytes to move, or None for "until EOF".
+            policy: whether this direction may splice.
+            activity: updated with the loop time whenever bytes move (tunnels).
+
+        Returns:
+            Result; End.DONE when all `count` bytes (or everything up to EOF) were written.
+        """
+        if count == 0:
+            return Result(End.DONE)
+        if self.pool is not None and policy.wants(count):
+            try:
+                pipe = self.pool.get()
+            except EngineError:
+                pipe = None  # pool exhausted or pipe2() failed: copy instead, never stall
+            if pipe is not None:
+                try:
+                    return await self._splice(pipe, src, dst, count, activity)
+                finally:
+                    self.pool.put(pipe)
+        return await self._copy(src, dst, count, activity)
+
+    async def _splice(self, pipe, src: Side, dst: Side, count: int | None, activity: Activity | None) -> Result:
+        loop = self.loop
+        sfd, dfd = src.sock.fileno(), dst.sock.fileno()
+        res = Result(End.DONE)
+        left = UNTIL_EOF if count is None else count
+        while True:
+            mv = pipe.pump(sfd, dfd, left, BUDGET)
+            res.moved += mv.bytes_out
+            res.spliced += mv.bytes_out
+            if activity is not None and (mv.bytes_in or mv.bytes_out):
+                activity.last = loop.time()
+            if count is not None:
+                left -= mv.bytes_in
+            how = mv.how
+            try:
+                if how is Stop.SRC_AGAIN:
+                    await io.wait_readable(loop, sfd, src.timeout)
+                elif how is Stop.DST_AGAIN:
+                    await io.wait_writable(loop, dfd, dst.timeout)
+                elif how is Stop.BUDGET:
+                    await asyncio.sleep(0)
+                elif how is Stop.DONE:
+                    return res
+                elif how is Stop.EOF:
+                    res.end = End.DONE if count is None else End.SRC_EOF
+                    return res
+                elif how is Stop.SRC_ERROR:
+                    res.end = End.SRC_ERROR
+                    return res
+                else:
+                    res.end = End.DST_ERROR
+                    return res
+            except TimeoutError:
+                res.end = End.SRC_TIMEOUT if how is Stop.SRC_AGAIN else End.DST_TIMEOUT
+                return res
+
+    async def _copy(self, src: Side, dst: Side, count: int | None, activity: Activity | None) -> Result:
+        loop = self.loop
+        # one buffer per transfer: concurrent transfers must never share one across awaits
+        buf = memoryview(bytearray(COPY_BUF if count is None else min(count, COPY_BUF)))
+        res = Result(End.DONE)
+        left = count
+        while left is None or left > 0:
+            want = len(buf) if left is None else min(left, len(buf))
+            try:
+                n = await io.recv_into(loop, src.sock, buf[:want], src.timeout)
+            except TimeoutError:
+                res.end = End.SRC_TIMEOUT
+                return res
+            except OSError:
+                res.end = End.SRC_ERROR
+                return res
+            if n == 0:
+                res.end = End.DONE if count is None else End.SRC_EOF
+                return res
+            try:
+                await io.send_all(loop, dst.sock, buf[:n], dst.timeout)
+            except TimeoutError:
+                res.end = End.DST_TIMEOUT
+                return res
+            except OSError:
+                res.end = End.DST_ERROR
+                return res
+            res.moved += n
+            res.copied += n
+            if activity is not None:
+                activity.last = loop.time()
+            if left is not None:
+                left -= n
+        return res
+
+    async def move_chunked(self, src: Side, dst: Side, policy: SplicePolicy) -> Result:
+        """Relay one chunked body verbatim, never reading past its end.
+
+        Size lines, the CRLF after each chunk and trailers are read line by line (peek, then
+        exact reads) and forwarded as received; chunk data goes through move(), so a big
+        chunk is spliced and a small one copied (chunk-aware splicing).
+
+        Returns:
+            Result; End.BAD_FRAMING for a malformed body (the caller closes both sides).
+        """
+        reader = ChunkedReader()
+        res = Result(End.DONE)
+        loop = self.loop
+        while reader.need is not Need.DONE:
+            if reader.need is Need.DATA:
+                r = await self.move(src, dst, reader.data_left, policy)
+                res.add(r)
+                if r.end is not End.DONE:
+                    return res
+                reader.data_done(r.moved)
+                continue
+            try:
+                line = await io.recv_line(loop, src.sock, MAX_LINE, src.timeout)
+            except TimeoutError:
+                res.end = End.SRC_TIMEOUT
+                return res
+            except ValueError:
+                res.end = End.BAD_FRAMING
+                return res
+            except OSError:
+                res.end = End.SRC_ERROR
+                return res
+            if not line.endswith(b"\n"):
+                res.end = End.SRC_EOF
+                return res
+            try:
+                reader.feed_line(line)
+            except FramingError:
+                res.end = End.BAD_FRAMING
+                return res
+            try:
+                await io.send_all(loop, dst.sock, line, dst.timeout)
+            except TimeoutError:
+                res.end = End.DST_TIMEOUT
+                return res
+            except OSError:
+                res.end = End.DST_ERROR
+                return res
+            res.moved += len(line)
+            res.copied += len(line)
+        res.end = End.DONE
+        return res

@@ -1,0 +1,54 @@
+"""Counters an operator reads: per frontend, backend and server, plus the pipe pool.
+
+Named after haproxy's `show stat` columns where one exists (stot, req_tot, bin, bout, econ,
+eresp, hrsp_5xx...), with splicer's own `spliced` and `copied` bytes: the proof that the
+bodies went kernel-to-kernel. Plain integers; no I/O here.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Counters:
+    """Counters of one frontend, backend or server.
+
+    Attributes:
+        stot: sessions (client connections for a frontend, server connections opened for a
+            backend/server).
+        req_tot: HTTP requests (streams) handled; tcp mode counts none.
+        bin: bytes received from clients (request heads and bodies; tcp: client -> server).
+        bout: bytes sent to clients (response heads and bodies; tcp: server -> client).
+        spliced: body bytes moved through a pipe (both directions).
+        copied: body bytes moved through user space (both directions).
+        ereq: request errors (bad request, client timeout).
+        econ: failed connection attempts to servers.
+        eresp: response errors (bad response, server timeout, server closed mid-body).
+        hrsp_1xx..hrsp_5xx: responses sent to clients by class.
+        reused: requests sent on a kept-alive server connection.
+    """
+
+    stot: int = 0
+    req_tot: int = 0
+    bin: int = 0
+    bout: int = 0
+    spliced: int = 0
+    copied: int = 0
+    ereq: int = 0
+    econ: int = 0
+    eresp: int = 0
+    hrsp_1xx: int = 0
+    hrsp_2xx: int = 0
+    hrsp_3xx: int = 0
+    hrsp_4xx: int = 0
+    hrsp_5xx: int = 0
+    reused: int = 0
+
+    def count_status(self, status: int) -> None:
+        """Count one response of `status` in its class."""
+        cls = min(max(status // 100, 1), 5)
+        setattr(self, f"hrsp_{cls}xx", getattr(self, f"hrsp_{cls}xx") + 1)
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict (for the JSON stats line)."""
+        return asdict(self)
