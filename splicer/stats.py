@@ -14,6 +14,7 @@ class Counters:
     """Counters of one frontend, backend or server.
 
     Attributes:
+        scur: (frontends only, in the stats line) client connections open now.
         stot: sessions (client connections for a frontend, server connections opened for a
             backend/server).
         req_tot: HTTP requests (streams) handled; tcp mode counts none.

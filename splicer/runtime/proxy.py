@@ -213,7 +213,7 @@ class Proxy:
         p = self.pool.stats()
         return {
             "pid": os.getpid(),
-            "frontends": {fe.name: fe.counters.as_dict() for fe in self.frontends},
+            "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
             "backends": {
                 be.name: dict(be.counters.as_dict(), servers={
                     s.model.name: s.counters.as_dict() for s in be.servers})

@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 from typing import TYPE_CHECKING
 
 from splicer.errors import NoServerAvailable
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind
-from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
+from splicer.http.h1 import (HeadError, RequestHead, find_head_end, forward_request_head,
                              forward_response_head, parse_request, parse_response)
 from splicer.runtime import io
 from splicer.runtime.backend import Lease
@@ -215,8 +216,11 @@ class HttpSession:
             if r.end in (End.SRC_EOF, End.SRC_ERROR, End.SRC_TIMEOUT, End.BAD_FRAMING):
                 be.counters.eresp += 1
                 lease.server.counters.eresp += 1
-            # abort: the client must see the body end short of what was announced
-            self._abort_client()
+            # abort: the client must see the body end short of what was announced. With a
+            # length or chunked framing a FIN shows it and keeps the bytes already sent; a
+            # close-delimited body has no framing to fall short of, so a failed server read
+            # is passed on as a reset.
+            self._abort_client(reset=fr.kind is BodyKind.CLOSE and r.end is not End.DST_ERROR)
 
         if body_task is not None:
             if not body_task.done():
@@ -228,11 +232,15 @@ class HttpSession:
         be.release(lease, ok and srv_reuse)
         return ok and cli_keep
 
-    def _abort_client(self) -> None:
-        """Reset the client connection now (SO_LINGER 0), so nothing looks complete."""
+    def _abort_client(self, reset: bool) -> None:
+        """End the client connection now: a FIN after the bytes already sent, or a reset
+        (SO_LINGER 0) when only a reset can tell the client that the body is incomplete."""
         try:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            self.sock.shutdown(socket.SHUT_RDWR)
+            if reset:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.sock.close()
+            else:
+                self.sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 

@@ -1,0 +1,124 @@
+"""End-to-end fixtures: real origin processes, the real `splicer` command, real sockets on 127.0.0.1.
+
+- `www`: a directory of generated files (0 B, 1 KiB, 1 MiB, 256 MiB, 1 GiB) and their sha256.
+- `farm`: two origin processes (splicer.demo.origin) named web1 and web2.
+- `start_splicer(cfg_text)`: writes the config, starts `splicer -c`, waits until every bind
+  accepts, and returns a SplicerProcess (stats via SIGUSR1, stop via SIGTERM).
+"""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from splicer.demo.origin import make_file
+from tests.e2e.helpers import free_port, sha256_file, splicer_command, wait_port
+
+SIZES = {"0": 0, "1k": 1024, "1m": 1 << 20, "256m": 256 << 20, "1g": 1 << 30}
+
+
+@pytest.fixture(scope="session")
+def www(tmp_path_factory):
+    """Directory of test files; returns (path, {name: sha256})."""
+    root = tmp_path_factory.mktemp("www")
+    sums = {}
+    for name, size in SIZES.items():
+        make_file(str(root / name), size)
+        sums[name] = sha256_file(str(root / name))
+    return str(root), sums
+
+
+class Origin:
+    def __init__(self, name: str, root: str) -> None:
+        self.name = name
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "splicer.demo.origin", "--port", str(self.port), "--root", root, "--name", name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def farm(www):
+    """Two origins, web1 and web2, serving `www`."""
+    origins = [Origin("web1", www[0]), Origin("web2", www[0])]
+    yield origins
+    for o in origins:
+        o.stop()
+
+
+class SplicerProcess:
+    """A running `splicer -c FILE`.
+
+    Attributes:
+        port: the first bind's port (tests bind 127.0.0.1 only).
+        log_path: file receiving its stderr.
+    """
+
+    def __init__(self, cfg_path: Path, log_path: Path, ports: list[int]) -> None:
+        self.cfg_path = cfg_path
+        self.log_path = log_path
+        self.ports = ports
+        self.port = ports[0] if ports else None
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path)], stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+        for p in ports:
+            wait_port(p, self.proc)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        """Send SIGUSR1 and return the counters it prints (one `splicer-stats` JSON line)."""
+        before = self.log().count("splicer-stats ")
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = re.findall(r"^splicer-stats (.*)$", self.log(), re.M)
+            if len(lines) > before:
+                return json.loads(lines[-1])
+            time.sleep(0.02)
+        raise TimeoutError("no stats line after SIGUSR1")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def start_splicer(tmp_path):
+    """Factory: start_splicer(cfg_text, ports=[...]) -> SplicerProcess, stopped at teardown.
+
+    The config text is written as-is; ports lists the bind ports to wait for.
+    """
+    started = []
+
+    def start(cfg_text: str, ports: list[int]) -> SplicerProcess:
+        cfg = tmp_path / f"splicer{len(started)}.cfg"
+        cfg.write_text(cfg_text)
+        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports)
+        started.append(sp)
+        return sp
+
+    yield start
+    for sp in started:
+        sp.stop()
