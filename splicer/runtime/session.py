@@ -237,8 +237,9 @@ class HttpSession:
         (SO_LINGER 0) when only a reset can tell the client that the body is incomplete."""
         try:
             if reset:
+                # the close at the end of run() then sends a reset (and nothing else may
+                # still use the fd: the request body task is ended first)
                 self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.sock.close()
             else:
                 self.sock.shutdown(socket.SHUT_WR)
         except OSError:
