@@ -1,0 +1,11 @@
+"""Configuration: haproxy-style text in, an immutable Config model out. No I/O besides reading the file."""
+from splicer.config.loader import load, loads  # noqa: F401
+from splicer.config.model import (  # noqa: F401
+    Backend,
+    Bind,
+    Config,
+    Frontend,
+    Global,
+    Server,
+    Timeouts,
+)

@@ -1,0 +1,725 @@
+"""Keyword registry: every configuration keyword splicer knows, where it may appear, how its
+arguments are read.
+
+Rule: a keyword exists for splicer if and only if it is registered in KEYWORDS (or in the
+OPTIONS/TIMEOUTS sub-tables for ``option X`` and ``timeout X``); the sections it may be used in
+and its argument syntax are decided here and nowhere else (haproxy keeps the same tables next to
+the code that owns them: cfg_kws, srv_kws, cfg_opts). Nothing here looks at other statements:
+cross-statement checks (inheritance, references, duplicates) belong to resolve.py.
+
+Theory of operation: the parser finds the Keyword for (word, section kind) with lookup(), then
+calls ``keyword.parse(ctx, args)``. A parse function reads the words after the keyword, records
+typed values with ``ctx.set(key, value)`` and notes with ``ctx.warn(text)``, or raises ArgError
+with the message that follows "file:line: ". Keys are the model's attribute names
+(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind`` and ``server`` values
+accumulate, every other key is overwritten by a later statement.
+"""
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from splicer.config.model import Bind, Server
+from splicer.config.units import parse_size, parse_time
+
+SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
+"""Section keywords, in the column order of haproxy's keyword matrix."""
+
+GLOBAL = frozenset({"global"})
+PROXIES = frozenset({"defaults", "frontend", "listen", "backend"})
+FRONT = frozenset({"defaults", "frontend", "listen"})     # frontend capability (+ defaults)
+BACK = frozenset({"defaults", "listen", "backend"})       # backend capability (+ defaults)
+FRONT_ONLY = frozenset({"frontend", "listen"})
+BACK_ONLY = frozenset({"listen", "backend"})
+EVERYWHERE = GLOBAL | PROXIES
+
+UNSUPPORTED_SECTIONS = frozenset({
+    "userlist", "peers", "resolvers", "mailers", "program", "http-errors", "ring", "cache",
+    "fcgi-app", "log-forward", "crt-store", "traces", "acme",
+})
+"""haproxy section keywords splicer does not implement: the whole section is refused."""
+
+MAX_INT = 2**31 - 1
+"""Upper bound of every integer argument (haproxy stores them in C ints)."""
+
+IGNORED = "is accepted for haproxy compatibility and ignored"
+"""Wording of every accept-and-ignore warning."""
+
+_DIGITS = re.compile(r"[0-9]+\Z")
+_NAME = re.compile(r"[A-Za-z0-9_.:-]+\Z")   # haproxy's invalid_char(): alnum and "-_.:"
+_HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+                       r"(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?\Z")
+
+
+class ArgError(ValueError):
+    """A statement's arguments are wrong. ``str()`` is the message after "file:line: "."""
+
+
+@dataclass
+class Context:
+    """What a keyword parse function knows about the statement it reads, and what it produces.
+
+    Attributes:
+        kind: section kind: "global", "defaults", "frontend", "listen" or "backend".
+        name: the section's name ("" for global and an unnamed defaults section).
+        file: configuration file path, as given by the caller.
+        line: 1-based line number of the statement.
+        negated: the statement started with ``no`` (haproxy's KWM_NO).
+        settings: (key, value) pairs recorded by ``set``, in order.
+        warnings: texts recorded by ``warn`` (without the "file:line: " prefix).
+    """
+
+    kind: str
+    name: str
+    file: str
+    line: int
+    negated: bool = False
+    settings: list[tuple[str, object]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        """The section as messages name it, e.g. ``backend 'web'`` or ``global section``."""
+        return describe_section(self.kind, self.name)
+
+    def set(self, key: str, value: object) -> None:
+        """Record a setting; resolve.py applies it (later statements win, bind/server add up)."""
+        self.settings.append((key, value))
+
+    def warn(self, text: str) -> None:
+        """Record a warning for Config.warnings."""
+        self.warnings.append(text)
+
+
+ParseFn = Callable[[Context, Sequence[str]], None]
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """One registered keyword.
+
+    Attributes:
+        name: as written in the file: ``"maxconn"``, ``"timeout client"``, ``"option redispatch"``.
+        sections: the section kinds it may be used in (haproxy's "May be used in sections").
+        parse: reads the words after the keyword (see the module docstring).
+        doc: where docs/configuration.md describes it.
+        negatable: ``no <keyword>`` is accepted.
+    """
+
+    name: str
+    sections: frozenset[str]
+    parse: ParseFn
+    doc: str
+    negatable: bool = False
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers shared by parse functions and by the parser's messages.
+
+def describe_section(kind: str, name: str) -> str:
+    """Name a section the way error messages do.
+
+    Args:
+        kind: section kind.
+        name: section name, "" when it has none.
+
+    Returns:
+        ``"global section"``, ``"defaults section"``, ``"defaults 'name'"`` or ``"backend 'web'"``.
+    """
+    if kind == "global" or (kind == "defaults" and not name):
+        return f"{kind} section"
+    return f"{kind} '{name}'"
+
+
+def sections_text(sections: Iterable[str]) -> str:
+    """List section kinds in haproxy's matrix order, e.g. ``"defaults, frontend, listen"``."""
+    wanted = set(sections)
+    return ", ".join(kind for kind in SECTION_KINDS if kind in wanted)
+
+
+SECTION_CUTOFF = 0.8
+"""Similarity needed before a mistyped word is taken for a section keyword (``backnd``): higher
+than for keywords, so that a short typo (``bnd``) is not read as the start of a new section."""
+
+
+def suggest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """Closest candidate to a mistyped word, or None (difflib.get_close_matches).
+
+    Args:
+        word: what the file says, e.g. ``"blance"``.
+        candidates: the words valid at that place.
+        cutoff: the lowest difflib similarity ratio (0..1) accepted.
+
+    Returns:
+        e.g. ``"balance"``.
+    """
+    matches = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib's similarity ratio of two words, 0..1 (the measure suggest() ranks by)."""
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'X'?"`` for the closest candidate, or ``""`` when none is close."""
+    best = suggest(word, candidates)
+    return f"; did you mean '{best}'?" if best else ""
+
+
+def doc_ref(title: str) -> str:
+    """Link to the docs/configuration.md heading ``title`` (GitHub anchor rules)."""
+    anchor = re.sub(r"[^a-z0-9 _-]", "", title.lower()).replace(" ", "-")
+    return f"docs/configuration.md#{anchor}"
+
+
+def parse_int(text: str, what: str, lo: int = 0, hi: int = MAX_INT) -> int:
+    """Read a plain decimal integer argument.
+
+    Args:
+        text: the word, e.g. ``"2000"``. Only ASCII digits: no sign, no hex, no unit.
+        what: the keyword for messages, e.g. ``"maxconn"``.
+        lo: smallest accepted value.
+        hi: largest accepted value.
+
+    Returns:
+        The value.
+
+    Raises:
+        ArgError: ``'maxconn' expects an integer, got 'abc'`` or
+            ``'weight' must be between 0 and 256, got 300``.
+    """
+    if not _DIGITS.match(text):
+        raise ArgError(f"'{what}' expects an integer, got '{text}'")
+    value = int(text)
+    if not lo <= value <= hi:
+        raise ArgError(f"'{what}' must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def valid_name(name: str) -> bool:
+    """haproxy's rule for proxy and server names: letters, digits, ``-``, ``_``, ``.``, ``:``."""
+    return bool(_NAME.match(name))
+
+
+def bad_name_char(name: str) -> str:
+    """First character of ``name`` haproxy would refuse (``name`` must not be valid_name)."""
+    return next((c for c in name if not _NAME.match(c)), "")
+
+
+def _need(args: Sequence[str], count: int, message: str) -> None:
+    if len(args) < count:
+        raise ArgError(message)
+
+
+def _no_extra(what: str, args: Sequence[str], count: int) -> None:
+    if len(args) > count:
+        raise ArgError(f"'{what}' cannot handle unexpected argument '{args[count]}'")
+
+
+def _check_section(keyword: Keyword, ctx: Context) -> None:
+    if ctx.kind not in keyword.sections:
+        raise ArgError(f"'{keyword.name}' is not allowed in {ctx.where} "
+                       f"(allowed in: {sections_text(keyword.sections)})")
+
+
+# --------------------------------------------------------------------------------------------
+# Addresses (bind and server lines).
+
+def split_host_port(text: str, what: str) -> tuple[str, str]:
+    """Split ``HOST:PORT``, ``[IPv6]:PORT`` or unbracketed ``IPv6:PORT`` (last colon).
+
+    Args:
+        text: one address, e.g. ``"10.0.0.1:80"``, ``"[::1]:8080"``, ``":80"``.
+        what: the statement for messages, e.g. ``"bind"`` or ``"server 's1'"``.
+
+    Returns:
+        (host without brackets, port text).
+
+    Raises:
+        ArgError: no port, unmatched bracket, or a haproxy address form splicer does not
+            support (``unix@``, ``fd@``, ``ipv4@``..., ``/path``).
+    """
+    if "@" in text or text.startswith("/"):
+        raise ArgError(f"{what}: address '{text}' is not supported (splicer uses TCP "
+                       "[ADDR]:PORT addresses only)")
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise ArgError(f"{what}: missing ']' in address '{text}'")
+        host, rest = text[1:close], text[close + 1:]
+        if not rest.startswith(":"):
+            raise ArgError(f"{what}: address '{text}' has no port (expected [ADDR]:PORT)")
+        return host, rest[1:]
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        raise ArgError(f"{what}: address '{text}' has no port (expected [ADDR]:PORT)")
+    return host, port
+
+
+def parse_port(text: str, what: str) -> int:
+    """Read the TCP port of a ``bind`` or ``server`` address: decimal, 1..65535.
+
+    Args:
+        text: the part after the last colon, e.g. ``"8080"``.
+        what: the statement for messages, e.g. ``"bind"`` or ``"server 's1'"``.
+
+    Returns:
+        The port number.
+
+    Raises:
+        ArgError: e.g. ``bind: port 70000 is out of range (1..65535)``; port ranges
+            (haproxy's ``80-85``) and relative ports (``+1``) are not supported.
+    """
+    if text and (text[0] in "+-" or "-" in text):
+        raise ArgError(f"{what}: port '{text}' is not supported (splicer needs one port "
+                       "number, no ranges or offsets)")
+    if not _DIGITS.match(text):
+        raise ArgError(f"{what}: invalid port '{text}'" if text else f"{what}: missing port")
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ArgError(f"{what}: port {port} is out of range (1..65535)")
+    return port
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_bind_address(text: str, file: str = "", line: int = 0) -> Bind:
+    """Read one listening address of a ``bind`` line.
+
+    haproxy keyword: ``bind [<address>]:<port>``. The address may be empty or ``*`` (all
+    addresses), an IPv4 address, an IPv6 address (``[::1]`` or, as haproxy allows, ``::1``
+    followed by ``:port``), or ``localhost``. Other host names are refused because the
+    configuration layer does no name resolution.
+
+    Args:
+        text: e.g. ``":80"``, ``"*:443"``, ``"127.0.0.1:8080"``, ``"[::]:80"``.
+        file: stored in the Bind.
+        line: stored in the Bind.
+
+    Returns:
+        A Bind whose host has no brackets.
+
+    Raises:
+        ArgError: missing or invalid port, or an address that is not one of the forms above.
+    """
+    host, port_text = split_host_port(text, "bind")
+    port = parse_port(port_text, "bind")
+    if host not in ("", "*", "localhost") and not _is_ip(host):
+        raise ArgError(f"bind: invalid address '{host}' (expected an IP address, '*', "
+                       "'localhost' or nothing)")
+    return Bind(host=host, port=port, file=file, line=line)
+
+
+# --------------------------------------------------------------------------------------------
+# global section.
+
+def _int_keyword(key: str, what: str, lo: int, hi: int = MAX_INT) -> ParseFn:
+    """Parse function for ``<what> <integer>`` (global ``maxconn``, ``nbthread``, ``tune.*``;
+    proxy ``maxconn``, ``retries``), storing the value under ``key``."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        _need(args, 1, f"'{what}' expects an integer argument")
+        _no_extra(what, args, 1)
+        ctx.set(key, parse_int(args[0], what, lo, hi))
+    return parse
+
+
+def _parse_pipesize(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``tune.pipesize <size>``: key ``pipesize``, bytes."""
+    _need(args, 1, "'tune.pipesize' expects a size argument")
+    _no_extra("tune.pipesize", args, 1)
+    try:
+        size = parse_size(args[0])
+    except ValueError as exc:
+        raise ArgError(f"'tune.pipesize': {exc}") from None
+    if not 1 <= size <= MAX_INT:
+        raise ArgError(f"'tune.pipesize' must be between 1 and {MAX_INT} bytes, got {size}")
+    ctx.set("pipesize", size)
+
+
+def _ignored(name: str, min_args: int = 0, max_args: int | None = None,
+             usage: str = "") -> ParseFn:
+    """Parse function for a keyword accepted for compatibility and ignored with a warning."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        if not ctx.negated:
+            _need(args, min_args, f"'{name}' expects {usage}")
+        if max_args is not None:
+            _no_extra(name, args, max_args)
+        shown = f"no {name}" if ctx.negated else name
+        ctx.warn(f"'{shown}' {IGNORED}")
+    return parse
+
+
+# --------------------------------------------------------------------------------------------
+# Proxy sections.
+
+SUPPORTED_MODES = ("http", "tcp")
+HAPROXY_MODES = frozenset({"health", "log", "spop"})
+
+
+def _parse_mode(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``mode { http | tcp }``: key ``mode``."""
+    _need(args, 1, "'mode' expects 'http' or 'tcp'")
+    _no_extra("mode", args, 1)
+    mode = args[0]
+    if mode in SUPPORTED_MODES:
+        ctx.set("mode", mode)
+    elif mode in HAPROXY_MODES:
+        raise ArgError(f"mode '{mode}' is not supported (supported: http, tcp)")
+    else:
+        raise ArgError(f"unknown mode '{mode}'"
+                       + (did_you_mean(mode, SUPPORTED_MODES) or " (supported: http, tcp)"))
+
+
+def _parse_bind(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``bind [<addr>]:<port>[,...]`` without bind options: key ``bind``, tuple of Bind."""
+    _need(args, 1, "'bind' expects [ADDR]:PORT[,[ADDR]:PORT...]")
+    binds = []
+    for part in args[0].split(","):
+        if not part:
+            raise ArgError(f"bind: empty address in '{args[0]}'")
+        binds.append(parse_bind_address(part, ctx.file, ctx.line))
+    if len(args) > 1:
+        raise ArgError(f"unknown bind option '{args[1]}' (splicer's 'bind' takes only "
+                       "[ADDR]:PORT[,[ADDR]:PORT...])")
+    ctx.set("bind", tuple(binds))
+
+
+def _parse_default_backend(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``default_backend <backend>``: key ``default_backend``."""
+    _need(args, 1, "'default_backend' expects a backend name")
+    _no_extra("default_backend", args, 1)
+    ctx.set("default_backend", args[0])
+
+
+SUPPORTED_BALANCE = ("roundrobin", "leastconn")
+HAPROXY_BALANCE = frozenset({"static-rr", "first", "source", "uri", "url_param", "hdr",
+                             "random", "rdp-cookie", "hash"})
+
+
+def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``balance { roundrobin | leastconn }``: key ``balance``."""
+    _need(args, 1, "'balance' expects an algorithm (supported: roundrobin, leastconn)")
+    algo = args[0]
+    if algo in SUPPORTED_BALANCE:
+        _no_extra(f"balance {algo}", args, 1)
+        ctx.set("balance", algo)
+    elif algo.split("(", 1)[0] in HAPROXY_BALANCE:
+        raise ArgError(f"balance algorithm '{algo}' is not supported "
+                       "(supported: roundrobin, leastconn)")
+    else:
+        raise ArgError(f"unknown balance algorithm '{algo}'"
+                       + (did_you_mean(algo, SUPPORTED_BALANCE)
+                          or " (supported: roundrobin, leastconn)"))
+
+
+SERVER_OPTIONS = ("weight", "maxconn", "disabled", "check", "inter", "rise", "fall")
+"""Server options splicer reads; check/inter/rise/fall are validated, then ignored with a
+warning."""
+
+HAPROXY_SERVER_OPTIONS = frozenset({
+    "addr", "agent-check", "agent-inter", "agent-port", "alpn", "backup", "ca-file", "cookie",
+    "crt", "downinter", "enabled", "error-limit", "fastinter", "id", "init-addr", "maxqueue",
+    "minconn", "no-check", "non-stick", "observe", "on-error", "on-marked-down",
+    "on-marked-up", "pool-max-conn", "pool-purge-delay", "port", "proto", "redir", "resolvers",
+    "resolve-prefer", "send-proxy", "send-proxy-v2", "slowstart", "sni", "source", "ssl",
+    "track", "verify", "check-ssl", "check-sni", "tfo", "ws",
+})
+"""haproxy server options that splicer refuses as "not supported" rather than "unknown"."""
+
+
+def _parse_server(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server <name> <addr>:<port> [weight N] [maxconn N] [disabled]`` (+ ignored
+    ``check``, ``inter``, ``rise``, ``fall``): key ``server``, a Server."""
+    _need(args, 2, "'server' expects <name> <addr>:<port> [options]")
+    name, address = args[0], args[1]
+    if not valid_name(name):
+        raise ArgError(f"character '{bad_name_char(name)}' is not permitted in server name "
+                       f"'{name}'")
+    what = f"server '{name}'"
+    host, port_text = split_host_port(address, what)
+    port = parse_port(port_text, what)
+    if host in ("", "*"):
+        raise ArgError(f"{what}: address '{address}' has no host")
+    if not _is_ip(host) and not _HOSTNAME.match(host):
+        raise ArgError(f"{what}: invalid host '{host}'")
+    weight, maxconn, disabled = 1, 0, False
+    i = 2
+    while i < len(args):
+        opt = args[i]
+        if opt in ("weight", "maxconn", "inter", "rise", "fall"):
+            if i + 1 >= len(args):
+                raise ArgError(f"{what}: '{opt}' expects a value")
+            value = args[i + 1]
+            if opt == "weight":
+                weight = _server_int(what, opt, value, 0, 256)
+            elif opt == "maxconn":
+                maxconn = _server_int(what, opt, value, 0, MAX_INT)
+            elif opt == "inter":
+                try:
+                    if parse_time(value) == 0:
+                        raise ValueError("the interval must be greater than zero")
+                except ValueError as exc:
+                    raise ArgError(f"{what}: 'inter': {exc}") from None
+                ctx.warn(f"{what}: 'inter {value}' {IGNORED}")
+            else:
+                _server_int(what, opt, value, 1, MAX_INT)
+                ctx.warn(f"{what}: '{opt} {value}' {IGNORED}")
+            i += 2
+        elif opt == "disabled":
+            disabled = True
+            i += 1
+        elif opt == "check":
+            ctx.warn(f"{what}: 'check' {IGNORED}")
+            i += 1
+        elif opt in HAPROXY_SERVER_OPTIONS:
+            raise ArgError(f"{what}: option '{opt}' is not supported")
+        else:
+            raise ArgError(f"{what}: unknown option '{opt}'" + did_you_mean(opt, SERVER_OPTIONS))
+    ctx.set("server", Server(name=name, host=host, port=port, weight=weight, maxconn=maxconn,
+                             disabled=disabled, file=ctx.file, line=ctx.line))
+
+
+def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:
+    try:
+        return parse_int(value, opt, lo, hi)
+    except ArgError as exc:
+        raise ArgError(f"{what}: {exc}") from None
+
+
+# timeout <name> <time>  ------------------------------------------------------------------
+
+def _timeout(name: str) -> ParseFn:
+    """Parse function for haproxy ``timeout <name> <time>``: key ``timeout.<name>``, float
+    seconds, or None for ``0`` (no timeout, as in haproxy)."""
+    what = f"timeout {name}"
+    key = "timeout." + name.replace("-", "_")
+
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        _need(args, 1, f"'{what}' expects a time value (default unit: ms)")
+        _no_extra(what, args, 1)
+        try:
+            seconds = parse_time(args[0])
+        except ValueError as exc:
+            raise ArgError(f"'{what}': {exc}") from None
+        # As in haproxy, 0 means "no timeout" (TICK_ETERNITY); the model spells it None.
+        ctx.set(key, seconds or None)
+    return parse
+
+
+def _parse_timeout_check(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``timeout check <time>``: validated, then ignored with a warning."""
+    _need(args, 1, "'timeout check' expects a time value (default unit: ms)")
+    _no_extra("timeout check", args, 1)
+    try:
+        parse_time(args[0])
+    except ValueError as exc:
+        raise ArgError(f"'timeout check': {exc}") from None
+    ctx.warn(f"'timeout check' {IGNORED}")
+
+
+TIMEOUTS: dict[str, Keyword] = {
+    name: Keyword(f"timeout {name}", sections, _timeout(name), doc_ref(f"timeout {name}"))
+    for name, sections in (
+        ("client", FRONT), ("http-request", FRONT), ("http-keep-alive", FRONT),
+        ("server", BACK), ("connect", BACK), ("queue", BACK), ("tunnel", BACK),
+    )
+}
+TIMEOUTS["check"] = Keyword("timeout check", BACK, _parse_timeout_check,
+                            doc_ref("timeout check"))
+"""``timeout X`` sub-keywords. Sections follow the model: client-side timeouts are read from
+the Frontend, server-side ones from the Backend (see docs/configuration.md for where this is
+stricter than haproxy)."""
+
+HAPROXY_TIMEOUTS = frozenset({"tarpit", "client-fin", "server-fin", "client-hs"})
+
+
+def _parse_timeout(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``timeout <name> <time>``: dispatches to TIMEOUTS after the section check."""
+    _need(args, 1, "'timeout' expects a timeout name and a value")
+    name = args[0]
+    keyword = TIMEOUTS.get(name)
+    if keyword is None:
+        if name in HAPROXY_TIMEOUTS:
+            raise ArgError(f"timeout '{name}' is not supported")
+        raise ArgError(f"unknown timeout '{name}' in {ctx.where}"
+                       + did_you_mean(name, _sub_candidates(TIMEOUTS, ctx.kind)))
+    _check_section(keyword, ctx)
+    keyword.parse(ctx, args[1:])
+
+
+# option <name> [args]  -------------------------------------------------------------------
+
+def _flag(name: str, key: str | None) -> ParseFn:
+    """Parse function for a boolean haproxy ``[no] option <name>``: key ``key`` (None: nothing
+    is stored)."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        _no_extra(f"option {name}", args, 0)
+        if key is not None:
+            ctx.set(key, not ctx.negated)
+    return parse
+
+
+FORWARDFOR_ARGS = ("except", "header", "if-none")
+
+
+def _parse_forwardfor(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``option forwardfor [except <net>] [header <name>] [if-none]``: key
+    ``forwardfor``; the arguments are validated, then ignored with a warning."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("except", "header"):
+            if i + 1 >= len(args):
+                raise ArgError(f"'option forwardfor {arg}' expects a value")
+            ctx.warn(f"'option forwardfor' argument '{arg} {args[i + 1]}' {IGNORED}")
+            i += 2
+        elif arg == "if-none":
+            ctx.warn(f"'option forwardfor' argument 'if-none' {IGNORED}")
+            i += 1
+        else:
+            raise ArgError(f"'option forwardfor': unknown argument '{arg}'"
+                           + did_you_mean(arg, FORWARDFOR_ARGS))
+    ctx.set("forwardfor", True)
+
+
+OPTIONS: dict[str, Keyword] = {
+    "forwardfor": Keyword("option forwardfor", PROXIES, _parse_forwardfor,
+                          doc_ref("option forwardfor")),
+    "splice-auto": Keyword("option splice-auto", PROXIES, _flag("splice-auto", "splice_auto"),
+                           doc_ref("option splice-auto"), negatable=True),
+    "splice-request": Keyword("option splice-request", PROXIES,
+                              _flag("splice-request", "splice_request"),
+                              doc_ref("option splice-request"), negatable=True),
+    "splice-response": Keyword("option splice-response", PROXIES,
+                               _flag("splice-response", "splice_response"),
+                               doc_ref("option splice-response"), negatable=True),
+    "redispatch": Keyword("option redispatch", BACK, _flag("redispatch", "redispatch"),
+                          doc_ref("option redispatch"), negatable=True),
+    # Keep-alive is splicer's only HTTP connection mode, as it is haproxy's default one, so
+    # the option (and its negation, which in haproxy falls back to that default) sets nothing.
+    "http-keep-alive": Keyword("option http-keep-alive", PROXIES,
+                               _flag("http-keep-alive", None),
+                               doc_ref("option http-keep-alive"), negatable=True),
+}
+"""``option X`` sub-keywords."""
+
+HAPROXY_OPTIONS = frozenset({
+    "abortonclose", "accept-invalid-http-request", "accept-invalid-http-response",
+    "allbackups", "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
+    "external-check", "forwarded", "h1-case-adjust-bogus-client",
+    "h1-case-adjust-bogus-server", "http-buffer-request", "http-ignore-probes",
+    "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
+    "http-server-close", "http-use-proxy-header", "httpchk", "httpclose", "httplog",
+    "httpslog", "independent-streams", "ldap-check", "log-health-checks",
+    "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto", "persist",
+    "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
+    "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
+    "tcp-smart-connect", "tcpka", "tcplog", "transparent", "idle-close-on-response",
+    "disable-h2-upgrade",
+})
+"""haproxy options that splicer refuses as "not supported" rather than "unknown"."""
+
+
+def _parse_option(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``[no] option <name> ...``: dispatches to OPTIONS after the section and
+    negation checks."""
+    _need(args, 1, "'option' expects an option name")
+    name = args[0]
+    keyword = OPTIONS.get(name)
+    if keyword is None:
+        if name in HAPROXY_OPTIONS:
+            raise ArgError(f"option '{name}' is not supported")
+        raise ArgError(f"unknown option '{name}' in {ctx.where}"
+                       + did_you_mean(name, _sub_candidates(OPTIONS, ctx.kind)))
+    _check_section(keyword, ctx)
+    if ctx.negated and not keyword.negatable:
+        raise ArgError(f"negation is not supported for option '{name}'")
+    keyword.parse(ctx, args[1:])
+
+
+def _sub_candidates(table: dict[str, Keyword], kind: str) -> list[str]:
+    """Sub-keywords valid in ``kind``, or all of them if none is (for "did you mean")."""
+    valid = [name for name, kw in table.items() if kind in kw.sections]
+    return valid or list(table)
+
+
+# --------------------------------------------------------------------------------------------
+# The registry.
+
+def _kw(name: str, sections: frozenset[str], parse: ParseFn, title: str | None = None,
+        negatable: bool = False) -> Keyword:
+    return Keyword(name, sections, parse, doc_ref(title or name), negatable)
+
+
+KEYWORDS: tuple[Keyword, ...] = (
+    # global
+    _kw("maxconn", GLOBAL, _int_keyword("maxconn", "maxconn", 1), "maxconn (global)"),
+    _kw("nbthread", GLOBAL, _int_keyword("nbthread", "nbthread", 1, 4096)),
+    _kw("tune.bufsize", GLOBAL, _int_keyword("bufsize", "tune.bufsize", 1)),
+    _kw("tune.http.maxhdr", GLOBAL, _int_keyword("maxhdr", "tune.http.maxhdr", 1, 32767)),
+    _kw("tune.pipesize", GLOBAL, _parse_pipesize),
+    _kw("tune.maxpipes", GLOBAL, _int_keyword("maxpipes", "tune.maxpipes", 0)),
+    _kw("daemon", GLOBAL, _ignored("daemon", 0, 0), "ignored global keywords"),
+    _kw("user", GLOBAL, _ignored("user", 1, 1, "a user name"), "ignored global keywords"),
+    _kw("group", GLOBAL, _ignored("group", 1, 1, "a group name"), "ignored global keywords"),
+    _kw("chroot", GLOBAL, _ignored("chroot", 1, 1, "a directory"), "ignored global keywords"),
+    _kw("pidfile", GLOBAL, _ignored("pidfile", 1, 1, "a file name"), "ignored global keywords"),
+    _kw("stats", GLOBAL, _ignored("stats", 1, None, "a sub-keyword"), "ignored global keywords"),
+    _kw("log", EVERYWHERE, _ignored("log", 1, None, "a target ('global' or an address)"), "log",
+        negatable=True),
+    # proxies
+    _kw("mode", PROXIES, _parse_mode),
+    _kw("bind", FRONT_ONLY, _parse_bind),
+    _kw("default_backend", FRONT, _parse_default_backend),
+    _kw("maxconn", FRONT, _int_keyword("maxconn", "maxconn", 0), "maxconn (proxies)"),
+    _kw("balance", BACK, _parse_balance),
+    _kw("server", BACK_ONLY, _parse_server),
+    _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
+    _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
+    _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
+)
+"""Every top-level keyword. A name may appear twice with disjoint sections (``maxconn``)."""
+
+
+def lookup(name: str, kind: str) -> Keyword | None:
+    """The keyword ``name`` as registered for section kind ``kind``, or None.
+
+    Args:
+        name: first word of the statement (after a ``no`` prefix).
+        kind: section kind.
+    """
+    for keyword in KEYWORDS:
+        if keyword.name == name and kind in keyword.sections:
+            return keyword
+    return None
+
+
+def allowed_sections(name: str) -> frozenset[str]:
+    """Every section kind where the top-level keyword ``name`` is registered (empty: unknown)."""
+    found: frozenset[str] = frozenset()
+    for keyword in KEYWORDS:
+        if keyword.name == name:
+            found |= keyword.sections
+    return found
+
+
+def keywords_for(kind: str) -> list[str]:
+    """Names of the top-level keywords valid in section kind ``kind`` (for "did you mean")."""
+    names = [kw.name for kw in KEYWORDS if kind in kw.sections]
+    return sorted(set(names) | ({"no"} if kind in PROXIES else set()))
+
+
+def all_keywords() -> list[Keyword]:
+    """Every documented keyword: top-level ones, then ``timeout X`` and ``option X``."""
+    return [*KEYWORDS, *TIMEOUTS.values(), *OPTIONS.values()]

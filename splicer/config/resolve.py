@@ -1,0 +1,207 @@
+"""Post-parse pass: raw sections in, the frozen Config model out.
+
+Rule: every decision that needs more than one statement lives here: ``defaults`` inheritance,
+the ``listen`` split, references between sections and duplicate names. Like the parser, it
+collects every error before raising ConfigErrors (haproxy's check_config_validity() does the
+same after parsing), and it never does I/O.
+
+Theory of operation (haproxy semantics unless noted):
+
+- Defaults: each frontend/listen/backend starts from the settings of the ``defaults`` section
+  in force where it begins (the last one above it; a later ``defaults`` section starts from
+  scratch, it does not add to the previous one), then applies its own statements in order. A
+  statement overrides an inherited value; ``no option X`` overrides an inherited ``option X``.
+- A Frontend takes the frontend-side settings (mode, default_backend, maxconn, forwardfor,
+  splice options, client/http-request/http-keep-alive timeouts); a Backend takes the
+  backend-side ones (mode, balance, forwardfor, splice options, retries, redispatch,
+  connect/server/queue/tunnel timeouts). ``bind`` and ``server`` lines are never inherited.
+- ``listen NAME`` becomes a Frontend and a Backend, both named NAME, with the section's
+  settings; the Frontend's default_backend is NAME unless the listen section itself names
+  another one (splicer ignores a default_backend inherited from defaults here, see
+  docs/configuration.md).
+- Checks: a frontend needs a ``bind`` and a default_backend; the default_backend must name a
+  backend (or listen) of the same mode; frontend names (frontend + listen) and backend names
+  (backend + listen) are unique; server names are unique within a backend. A backend without
+  servers is valid: its requests get 503.
+"""
+from __future__ import annotations
+
+from splicer.config.keywords import describe_section, did_you_mean
+from splicer.config.model import (
+    Backend,
+    Bind,
+    Config,
+    Frontend,
+    Global,
+    Server,
+    Timeouts,
+)
+from splicer.config.parser import Entry, RawConfig, RawSection
+from splicer.errors import ConfigError, ConfigErrors
+
+_ACCUMULATED = frozenset({"bind", "server"})
+_FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
+_BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel")
+
+
+def resolve(raw: RawConfig) -> Config:
+    """Apply inheritance, split listen sections and check references.
+
+    Args:
+        raw: parser output.
+
+    Returns:
+        The immutable Config: frontends in file order, backends by name in file order, the
+        parser's warnings followed by this pass's own.
+
+    Raises:
+        ConfigErrors: every problem found, in line order, e.g.
+            ``site.cfg:9: frontend 'www': default_backend 'ap' not found; did you mean 'app'?``.
+    """
+    errors: list[ConfigError] = []
+    warnings = list(raw.warnings)
+    frontends: list[tuple[Frontend, str, Entry | None]] = []  # (frontend, its where, link)
+    backends: dict[str, Backend] = {}
+    fe_names: dict[str, RawSection] = {}
+    be_names: dict[str, RawSection] = {}
+
+    def error(line: int, msg: str) -> None:
+        errors.append(ConfigError(raw.path, line, msg))
+
+    def claim(names: dict[str, RawSection], section: RawSection) -> None:
+        first = names.get(section.name)
+        if first is None:
+            names[section.name] = section
+        else:
+            error(section.line, f"{section.kind} '{section.name}' has the same name as "
+                                f"{first.kind} '{first.name}' declared at "
+                                f"{first.file}:{first.line}")
+
+    for section in raw.sections:
+        if section.kind in ("global", "defaults"):
+            continue
+        settings = _effective(section)
+        where = describe_section(section.kind, section.name)
+        mode = _value(settings, "mode", "tcp")
+        forwardfor = settings.get("forwardfor")
+        if mode == "tcp" and forwardfor is not None and forwardfor.value:
+            warnings.append(f"{forwardfor.file}:{forwardfor.line}: {where}: 'option forwardfor' "
+                            "is ignored in mode tcp")
+        if section.kind in ("frontend", "listen"):
+            claim(fe_names, section)
+            if section.kind == "frontend":
+                link = settings.get("default_backend")
+            else:
+                link = next((e for e in section.entries if e.key == "default_backend"), None)
+            frontend = _frontend(section, settings, link)
+            if not frontend.binds:
+                error(section.line, f"{where} has no 'bind' line")
+            if link is None and section.kind == "frontend":
+                error(section.line, f"{where} has no default_backend")
+            frontends.append((frontend, where, link))
+        if section.kind in ("backend", "listen"):
+            claim(be_names, section)
+            backend = _backend(section, settings)
+            seen: dict[str, Server] = {}
+            for server in backend.servers:
+                if server.name in seen:
+                    first = seen[server.name]
+                    error(server.line, f"{where} has two servers named '{server.name}' "
+                                       f"(first at {first.file}:{first.line})")
+                else:
+                    seen[server.name] = server
+            backends.setdefault(section.name, backend)
+
+    for frontend, where, link in frontends:
+        if link is None or frontend.default_backend is None:
+            continue
+        target = backends.get(frontend.default_backend)
+        if target is None:
+            if frontend.default_backend in fe_names:
+                error(link.line, f"{where}: default_backend '{frontend.default_backend}' is a "
+                                 "frontend, not a backend")
+            else:
+                error(link.line, f"{where}: default_backend '{frontend.default_backend}' not "
+                                 f"found" + did_you_mean(frontend.default_backend, backends))
+        elif target.mode != frontend.mode:
+            error(link.line, f"{where} is in mode {frontend.mode} but its default_backend "
+                             f"'{target.name}' is in mode {target.mode}")
+
+    if errors:
+        raise ConfigErrors(sorted(errors, key=lambda e: e.line))
+    return Config(
+        path=raw.path,
+        global_=_global(raw),
+        frontends=tuple(frontend for frontend, _, _ in frontends),
+        backends=backends,
+        warnings=tuple(warnings),
+    )
+
+
+def _effective(section: RawSection) -> dict[str, Entry]:
+    """Last entry per key: the defaults section's, then the section's own (haproxy order)."""
+    settings: dict[str, Entry] = {}
+    inherited = section.defaults.entries if section.defaults is not None else []
+    for entry in [*inherited, *section.entries]:
+        if entry.key not in _ACCUMULATED:
+            settings[entry.key] = entry
+    return settings
+
+
+def _value(settings: dict[str, Entry], key: str, default: object) -> object:
+    entry = settings.get(key)
+    return default if entry is None else entry.value
+
+
+def _global(raw: RawConfig) -> Global:
+    values: dict[str, object] = {}
+    for section in raw.sections:
+        if section.kind == "global":
+            values.update((entry.key, entry.value) for entry in section.entries)
+    return Global(**values)  # type: ignore[arg-type]
+
+
+def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None) -> Frontend:
+    binds: list[Bind] = []
+    for entry in section.entries:
+        if entry.key == "bind":
+            binds.extend(entry.value)  # type: ignore[arg-type]
+    if section.kind == "listen" and link is None:
+        default_backend: str | None = section.name
+    else:
+        default_backend = None if link is None else str(link.value)
+    return Frontend(
+        name=section.name,
+        mode=str(_value(settings, "mode", "tcp")),
+        binds=tuple(binds),
+        default_backend=default_backend,
+        maxconn=int(_value(settings, "maxconn", 0)),  # type: ignore[arg-type]
+        forwardfor=bool(_value(settings, "forwardfor", False)),
+        splice_request=bool(_value(settings, "splice_request", False)),
+        splice_response=bool(_value(settings, "splice_response", False)),
+        splice_auto=bool(_value(settings, "splice_auto", False)),
+        timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
+                             for name in _FRONT_TIMEOUTS}),  # type: ignore[arg-type]
+        file=section.file,
+        line=section.line,
+    )
+
+
+def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
+    servers = tuple(entry.value for entry in section.entries if entry.key == "server")
+    return Backend(
+        name=section.name,
+        mode=str(_value(settings, "mode", "tcp")),
+        balance=str(_value(settings, "balance", "roundrobin")),
+        servers=servers,  # type: ignore[arg-type]
+        forwardfor=bool(_value(settings, "forwardfor", False)),
+        splice_request=bool(_value(settings, "splice_request", False)),
+        splice_response=bool(_value(settings, "splice_response", False)),
+        splice_auto=bool(_value(settings, "splice_auto", False)),
+        retries=int(_value(settings, "retries", 3)),  # type: ignore[arg-type]
+        redispatch=bool(_value(settings, "redispatch", False)),
+        timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
+                             for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
+        file=section.file,
+        line=section.line,
+    )

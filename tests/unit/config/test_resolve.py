@@ -1,0 +1,490 @@
+"""splicer.config.resolve: defaults inheritance, listen split, cross-section checks."""
+import textwrap
+
+import pytest
+
+from splicer.config import (
+    Backend,
+    Bind,
+    Config,
+    Frontend,
+    Global,
+    Server,
+    Timeouts,
+    loads,
+)
+from splicer.errors import ConfigErrors
+
+SAMPLE = """\
+# A site configuration as an operator would carry it over from haproxy.
+global
+    maxconn 20000
+    nbthread 4
+    tune.bufsize 32768
+    tune.http.maxhdr 200
+    tune.pipesize 1m
+    tune.maxpipes 512
+    daemon
+
+defaults
+    mode http
+    maxconn 3000
+    retries 2
+    option forwardfor
+    option splice-auto
+    option redispatch
+    timeout client 30s
+    timeout http-request 10s
+    timeout http-keep-alive 2000
+    timeout connect 5s
+    timeout server 1m
+    timeout queue 500ms
+    timeout tunnel 1h
+
+frontend www
+    bind :80,127.0.0.1:8080
+    bind [::1]:8081
+    maxconn 1000
+    timeout client 1m
+    default_backend app
+
+backend app
+    balance leastconn
+    no option splice-auto
+    option splice-request
+    server web1 10.0.0.1:8080 weight 10 maxconn 100
+    server web2 web2.internal:8080 weight 0 disabled
+    server web3 [fd00::3]:8080 check
+
+backend empty
+    timeout server 0
+
+defaults
+    mode tcp
+    timeout client 1d
+
+listen db
+    bind 10.0.0.5:5432
+    option splice-response
+    timeout connect 100us
+    server pg1 10.0.1.1:5432
+"""
+
+HTTP_DEFAULTS_BACK = {"forwardfor": True, "redispatch": True, "retries": 2}
+
+
+def test_sample_config_gives_exact_model():
+    config = loads(SAMPLE, "site.cfg", env={})
+    assert config == Config(
+        path="site.cfg",
+        global_=Global(maxconn=20000, nbthread=4, bufsize=32768, maxhdr=200,
+                       pipesize=1048576, maxpipes=512),
+        frontends=(
+            Frontend(
+                name="www", mode="http",
+                binds=(Bind("", 80, "site.cfg", 27), Bind("127.0.0.1", 8080, "site.cfg", 27),
+                       Bind("::1", 8081, "site.cfg", 28)),
+                default_backend="app", maxconn=1000, forwardfor=True, splice_auto=True,
+                timeouts=Timeouts(client=60.0, http_request=10.0, http_keep_alive=2.0),
+                file="site.cfg", line=26),
+            Frontend(
+                name="db", mode="tcp", binds=(Bind("10.0.0.5", 5432, "site.cfg", 49),),
+                default_backend="db", splice_response=True,
+                timeouts=Timeouts(client=86400.0), file="site.cfg", line=48),
+        ),
+        backends={
+            "app": Backend(
+                name="app", mode="http", balance="leastconn",
+                servers=(
+                    Server("web1", "10.0.0.1", 8080, weight=10, maxconn=100,
+                           file="site.cfg", line=37),
+                    Server("web2", "web2.internal", 8080, weight=0, disabled=True,
+                           file="site.cfg", line=38),
+                    Server("web3", "fd00::3", 8080, file="site.cfg", line=39),
+                ),
+                splice_request=True, splice_auto=False, **HTTP_DEFAULTS_BACK,
+                timeouts=Timeouts(connect=5.0, server=60.0, queue=0.5, tunnel=3600.0),
+                file="site.cfg", line=33),
+            "empty": Backend(
+                name="empty", mode="http", servers=(), splice_auto=True, **HTTP_DEFAULTS_BACK,
+                timeouts=Timeouts(connect=5.0, server=None, queue=0.5, tunnel=3600.0),
+                file="site.cfg", line=41),
+            "db": Backend(
+                name="db", mode="tcp", balance="roundrobin",
+                servers=(Server("pg1", "10.0.1.1", 5432, file="site.cfg", line=52),),
+                splice_response=True, retries=3, redispatch=False,
+                timeouts=Timeouts(connect=0.0001), file="site.cfg", line=48),
+        },
+        warnings=(
+            "site.cfg:9: 'daemon' is accepted for haproxy compatibility and ignored",
+            ("site.cfg:39: server 'web3': 'check' is accepted for haproxy compatibility and "
+            "ignored"),
+        ),
+    )
+    assert list(config.backends) == ["app", "empty", "db"]
+
+
+def cfg(text, env=None):
+    return loads(textwrap.dedent(text), "site.cfg", env={} if env is None else env)
+
+
+def errors_of(text):
+    with pytest.raises(ConfigErrors) as info:
+        cfg(text)
+    return [str(e) for e in info.value.errors]
+
+
+# --- inheritance ------------------------------------------------------------------------------
+
+def test_without_defaults_haproxy_defaults_apply():
+    config = cfg("""\
+        frontend fe
+            bind :80
+            default_backend be
+        backend be
+        """)
+    assert config.global_ == Global()
+    assert config.frontends == (Frontend("fe", "tcp", (Bind("", 80, "site.cfg", 2),), "be",
+                                         file="site.cfg", line=1),)
+    assert config.backends == {"be": Backend("be", "tcp", file="site.cfg", line=4)}
+    assert (config.backends["be"].balance, config.backends["be"].retries) == ("roundrobin", 3)
+
+
+def test_later_defaults_section_starts_fresh():
+    config = cfg("""\
+        defaults
+            mode http
+            option forwardfor
+            retries 7
+            timeout connect 2s
+        backend one
+        defaults
+            timeout server 9s
+        backend two
+        """)
+    one, two = config.backends["one"], config.backends["two"]
+    assert (one.mode, one.forwardfor, one.retries, one.timeouts) == (
+        "http", True, 7, Timeouts(connect=2.0))
+    assert (two.mode, two.forwardfor, two.retries, two.timeouts) == (
+        "tcp", False, 3, Timeouts(server=9.0))
+
+
+def test_section_settings_override_defaults_in_order():
+    config = cfg("""\
+        defaults
+            balance leastconn
+            retries 1
+            option redispatch
+            timeout server 10s
+        backend be
+            balance roundrobin
+            no option redispatch
+            option redispatch
+            retries 5
+            retries 6
+            timeout server 0
+        """)
+    backend = config.backends["be"]
+    assert (backend.balance, backend.retries, backend.redispatch, backend.timeouts.server) == (
+        "roundrobin", 6, True, None)
+
+
+def test_no_option_negates_inherited_options():
+    config = cfg("""\
+        defaults
+            mode http
+            option splice-auto
+            option splice-request
+            option splice-response
+            option redispatch
+        frontend fe
+            bind :80
+            default_backend be
+            no option splice-request
+        backend be
+            no option splice-auto
+            no option splice-response
+            no option redispatch
+        """)
+    frontend, backend = config.frontends[0], config.backends["be"]
+    assert (frontend.splice_auto, frontend.splice_request, frontend.splice_response) == (
+        True, False, True)
+    assert (backend.splice_auto, backend.splice_request, backend.splice_response,
+            backend.redispatch) == (False, True, False, False)
+
+
+def test_no_option_in_defaults_cancels_an_earlier_line_of_the_same_defaults():
+    config = cfg("""\
+        defaults
+            option splice-auto
+            no option splice-auto
+        backend be
+        """)
+    assert config.backends["be"].splice_auto is False
+
+
+def test_options_are_stored_on_both_sides_where_set():
+    config = cfg("""\
+        defaults
+            mode http
+        frontend fe
+            bind :80
+            default_backend be
+            option forwardfor
+            option splice-request
+        backend be
+            option splice-response
+        """)
+    frontend, backend = config.frontends[0], config.backends["be"]
+    assert (frontend.forwardfor, frontend.splice_request, frontend.splice_response) == (
+        True, True, False)
+    assert (backend.forwardfor, backend.splice_request, backend.splice_response) == (
+        False, False, True)
+
+
+def test_frontend_takes_client_side_timeouts_backend_server_side():
+    config = cfg("""\
+        defaults
+            timeout client 1s
+            timeout http-request 2s
+            timeout http-keep-alive 3s
+            timeout connect 4s
+            timeout server 5s
+            timeout queue 6s
+            timeout tunnel 7s
+        listen lb
+            bind :80
+        """)
+    assert config.frontends[0].timeouts == Timeouts(client=1.0, http_request=2.0,
+                                                    http_keep_alive=3.0)
+    assert config.backends["lb"].timeouts == Timeouts(connect=4.0, server=5.0, queue=6.0,
+                                                      tunnel=7.0)
+
+
+def test_default_backend_and_maxconn_come_from_defaults():
+    config = cfg("""\
+        defaults
+            default_backend be
+            maxconn 77
+        frontend fe
+            bind :80
+        backend be
+        """)
+    assert (config.frontends[0].default_backend, config.frontends[0].maxconn) == ("be", 77)
+
+
+def test_global_sections_merge_later_values_win():
+    config = cfg("""\
+        global
+            maxconn 10
+            nbthread 2
+        global
+            maxconn 20
+        """)
+    assert config.global_ == Global(maxconn=20, nbthread=2)
+    assert (config.frontends, config.backends) == ((), {})
+
+
+# --- listen -----------------------------------------------------------------------------------
+
+def test_listen_becomes_frontend_and_backend_of_the_same_name():
+    config = cfg("""\
+        listen lb
+            mode http
+            bind :80
+            maxconn 50
+            balance leastconn
+            option forwardfor
+            server s1 127.0.0.1:8080
+        """)
+    assert config.frontends == (Frontend(
+        "lb", "http", (Bind("", 80, "site.cfg", 3),), "lb", maxconn=50, forwardfor=True,
+        file="site.cfg", line=1),)
+    assert config.backends == {"lb": Backend(
+        "lb", "http", balance="leastconn", forwardfor=True,
+        servers=(Server("s1", "127.0.0.1", 8080, file="site.cfg", line=7),),
+        file="site.cfg", line=1)}
+
+
+def test_listen_ignores_a_default_backend_from_defaults():
+    config = cfg("""\
+        defaults
+            default_backend other
+        listen lb
+            bind :80
+        backend other
+        """)
+    assert config.frontends[0].default_backend == "lb"
+
+
+def test_listen_may_name_another_default_backend():
+    config = cfg("""\
+        listen lb
+            bind :80
+            default_backend other
+        backend other
+        """)
+    assert config.frontends[0].default_backend == "other"
+
+
+def test_backend_without_servers_is_valid():
+    config = cfg("""\
+        frontend fe
+            bind :80
+            default_backend be
+        backend be
+        """)
+    assert config.backends["be"].servers == ()
+
+
+def test_frontend_and_backend_may_share_a_name():
+    config = cfg("""\
+        frontend web
+            bind :80
+            default_backend web
+        backend web
+        """)
+    assert (config.frontends[0].name, list(config.backends)) == ("web", ["web"])
+
+
+def test_forwardfor_in_tcp_mode_warns():
+    config = cfg("""\
+        defaults
+            option forwardfor
+        listen lb
+            bind :80
+        """)
+    assert config.warnings == (
+        "site.cfg:2: listen 'lb': 'option forwardfor' is ignored in mode tcp",)
+
+
+# --- resolve errors ---------------------------------------------------------------------------
+
+def test_default_backend_must_exist_error_at_its_line():
+    assert errors_of("""\
+        frontend fe
+            bind :80
+            default_backend ap
+        backend app
+        """) == ["site.cfg:3: frontend 'fe': default_backend 'ap' not found; did you mean 'app'?"]
+
+
+def test_missing_default_backend_from_defaults_points_at_defaults_line():
+    assert errors_of("""\
+        defaults
+            default_backend nowhere
+        frontend a
+            bind :80
+        frontend b
+            bind :81
+        """) == [
+        "site.cfg:2: frontend 'a': default_backend 'nowhere' not found",
+        "site.cfg:2: frontend 'b': default_backend 'nowhere' not found",
+    ]
+
+
+def test_default_backend_naming_a_frontend():
+    assert errors_of("""\
+        frontend a
+            bind :80
+            default_backend b
+        frontend b
+            bind :81
+            default_backend a
+        """) == [
+        "site.cfg:3: frontend 'a': default_backend 'b' is a frontend, not a backend",
+        "site.cfg:6: frontend 'b': default_backend 'a' is a frontend, not a backend",
+    ]
+
+
+def test_frontend_needs_default_backend_and_bind():
+    assert errors_of("""\
+        frontend fe
+            mode tcp
+        listen lb
+            mode tcp
+        """) == [
+        "site.cfg:1: frontend 'fe' has no 'bind' line",
+        "site.cfg:1: frontend 'fe' has no default_backend",
+        "site.cfg:3: listen 'lb' has no 'bind' line",
+    ]
+
+
+@pytest.mark.parametrize("first, second, line, message", [
+    ("frontend x", "frontend x", 4, ("frontend 'x' has the same name as frontend 'x' declared at "
+                                    "site.cfg:1")),
+    ("backend x", "backend x", 2, ("backend 'x' has the same name as backend 'x' declared at "
+                                  "site.cfg:1")),
+    ("frontend x", "listen x", 4, ("listen 'x' has the same name as frontend 'x' declared at "
+                                  "site.cfg:1")),
+    ("backend x", "listen x", 2, ("listen 'x' has the same name as backend 'x' declared at "
+                                 "site.cfg:1")),
+    ("listen x", "backend x", 4, ("backend 'x' has the same name as listen 'x' declared at "
+                                 "site.cfg:1")),
+])
+def test_duplicate_proxy_names_of_the_same_kind(first, second, line, message):
+    def section(header):
+        if header.startswith("backend"):
+            return header + "\n"
+        return header + "\n    bind :80\n    default_backend be\n"
+    assert errors_of(section(first) + section(second) + "backend be\n") == [
+        f"site.cfg:{line}: {message}"]
+
+
+def test_duplicate_server_names_within_a_backend():
+    assert errors_of("""\
+        backend be
+            server s1 10.0.0.1:80
+            server s2 10.0.0.2:80
+            server s1 10.0.0.3:80
+        backend other
+            server s1 10.0.0.4:80
+        """) == ["site.cfg:4: backend 'be' has two servers named 's1' (first at site.cfg:2)"]
+
+
+@pytest.mark.parametrize("fe_mode, be_mode", [("http", "tcp"), ("tcp", "http")])
+def test_frontend_and_backend_modes_must_match(fe_mode, be_mode):
+    assert errors_of(f"""\
+        frontend fe
+            mode {fe_mode}
+            bind :80
+            default_backend be
+        backend be
+            mode {be_mode}
+        """) == [(f"site.cfg:4: frontend 'fe' is in mode {fe_mode} but its default_backend 'be' "
+                 f"is in mode {be_mode}")]
+
+
+def test_resolve_errors_are_all_reported_in_line_order():
+    assert errors_of("""\
+        backend be
+            mode http
+            server a 10.0.0.1:80
+            server a 10.0.0.2:80
+        frontend fe
+            bind :80
+            default_backend be
+        frontend fe2
+            default_backend nope
+        """) == [
+        "site.cfg:4: backend 'be' has two servers named 'a' (first at site.cfg:3)",
+        "site.cfg:7: frontend 'fe' is in mode tcp but its default_backend 'be' is in mode http",
+        "site.cfg:8: frontend 'fe2' has no 'bind' line",
+        "site.cfg:9: frontend 'fe2': default_backend 'nope' not found",
+    ]
+
+
+def test_resolve_checks_wait_for_a_clean_parse():
+    # The missing backend is not reported while the file still has a syntax error.
+    assert errors_of("""\
+        frontend fe
+            bind :80
+            default_backend nope
+            maxconn x
+        """) == ["site.cfg:4: 'maxconn' expects an integer, got 'x'"]
+
+
+def test_config_is_immutable():
+    config = cfg("frontend fe\n    bind :80\n    default_backend be\nbackend be\n")
+    with pytest.raises(AttributeError):
+        config.frontends[0].maxconn = 5  # type: ignore[misc]
