@@ -116,6 +116,8 @@ class Pipe:
         Raises:
             EngineError: bad arguments (a closed pipe or negative fd).
         """
+        if self._c is None:
+            raise EngineError(_errno.EINVAL, "spl_pump: the pipe was given back to its pool")
         mv = self._mv
         rc = lib.spl_pump(self._pool._c, self._c, src, dst, max_in, budget, mv)
         if rc != 0:

@@ -34,6 +34,7 @@ MAX_LINE = 4096
 MAX_TRAILERS = 16384
 """Largest trailer section accepted, in bytes."""
 _MAX_SIZE_DIGITS = 16  # 64-bit sizes: bodies larger than 4 GiB work, overflow is refused
+_MAX_SIZE = 2**63 - 1  # the same bound as Content-Length (framing.py)
 
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
@@ -75,6 +76,8 @@ class ChunkedReader:
             if not size_part or len(size_part) > _MAX_SIZE_DIGITS or not set(size_part) <= _HEX:
                 raise FramingError("invalid chunk size")
             size = int(size_part, 16)
+            if size > _MAX_SIZE:
+                raise FramingError("chunk size too large")
             if size == 0:
                 self._state = "trailer"
             else:

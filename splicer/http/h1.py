@@ -114,6 +114,9 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     fields = list(ev.headers.raw_items())
     if len(fields) > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
+    if ev.http_version == b"1.0" and any(n.lower() == b"transfer-encoding" for n, _ in fields):
+        # RFC 9112 section 6.1: a 1.0 message with Transfer-Encoding has faulty framing
+        raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)
     try:
         framing = request_framing(fields)
     except FramingError as exc:
@@ -166,11 +169,9 @@ def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
 
     Returns:
         Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
-        field); a chunked body keeps its Transfer-Encoding: chunked.
+        field); the framing fields are written from req.framing (headers.set_framing).
     """
-    fields = hdr.strip_hop_by_hop(req.headers)
-    if req.framing.kind.value == "chunked":
-        fields.append((b"Transfer-Encoding", b"chunked"))
+    fields = hdr.set_framing(hdr.strip_hop_by_hop(req.headers), req.framing.kind.value, req.framing.length)
     if client_ip is not None:
         fields = hdr.append_forwarded_for(fields, client_ip)
     return hdr.serialize(b"%s %s HTTP/1.1" % (req.method, req.target), fields)
@@ -186,12 +187,10 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         keep_alive: whether splicer keeps the client connection open after this response.
 
     Returns:
-        Head bytes with hop-by-hop fields removed, Transfer-Encoding: chunked restored for a
-        chunked body, and a Connection field stating what splicer will do.
+        Head bytes with hop-by-hop fields removed, framing fields written from resp.framing
+        (headers.set_framing), and a Connection field stating what splicer will do.
     """
-    fields = hdr.strip_hop_by_hop(resp.headers)
-    if resp.framing.kind.value == "chunked":
-        fields.append((b"Transfer-Encoding", b"chunked"))
+    fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), resp.framing.kind.value, resp.framing.length)
     if resp.status >= 200:
         if not keep_alive:
             fields.append((b"Connection", b"close"))

@@ -39,6 +39,11 @@ def tokens(headers: Headers, name: bytes) -> list[bytes]:
     return out
 
 
+PROTECTED = frozenset({b"host", b"content-length"})
+"""Fields a Connection token can never remove: they frame and route the message, so
+honouring ``Connection: content-length`` would let a client smuggle a body past the proxy."""
+
+
 def strip_hop_by_hop(headers: Headers) -> Headers:
     """Remove hop-by-hop fields and every field named in Connection (RFC 9110 section 7.6.1).
 
@@ -46,10 +51,43 @@ def strip_hop_by_hop(headers: Headers) -> Headers:
         headers: the received header section.
 
     Returns:
-        A new list with the end-to-end fields only, in their original order.
+        A new list with the end-to-end fields only, in their original order. Host and
+        Content-Length stay even when Connection names them (PROTECTED).
     """
-    drop = HOP_BY_HOP.union(tokens(headers, b"connection"))
+    drop = HOP_BY_HOP.union(t for t in tokens(headers, b"connection") if t not in PROTECTED)
     return [(n, v) for n, v in headers if n.lower() not in drop]
+
+
+def set_framing(headers: Headers, kind: str, length: int | None) -> Headers:
+    """Write the framing fields of a forwarded message from splicer's own framing decision.
+
+    Args:
+        headers: fields already stripped of hop-by-hop ones (Transfer-Encoding is gone).
+        kind: "length", "chunked", or anything else to leave Content-Length as received
+            (a response to HEAD, a 304: there it describes the resource, not this message).
+        length: the body length for "length".
+
+    Returns:
+        For "length", a single Content-Length with `length`, where the first one was (so
+        list-form values like "5, 5" never reach the peer); for "chunked", Content-Length removed and
+        ``Transfer-Encoding: chunked`` appended (RFC 9112 section 6.3 rule 3).
+    """
+    if kind == "length":
+        out = []
+        for n, v in headers:
+            if n.lower() != b"content-length":
+                out.append((n, v))
+            elif length is not None:  # the first one is rewritten in place, the others go
+                out.append((n, b"%d" % length))
+                length = None
+        if length is not None:
+            out.append((b"Content-Length", b"%d" % length))
+        return out
+    if kind == "chunked":
+        out = [(n, v) for n, v in headers if n.lower() != b"content-length"]
+        out.append((b"Transfer-Encoding", b"chunked"))
+        return out
+    return headers
 
 
 def append_forwarded_for(headers: Headers, client_ip: str) -> Headers:
