@@ -8,8 +8,9 @@ import os
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# setuptools wants source paths relative to the project root, which is the build's cwd
-REL = os.path.relpath(HERE)
+# setuptools wants source paths relative to the project root, which is the build's cwd; a
+# direct run compiles in a temporary directory, so it needs absolute paths
+REL = HERE if __name__ == "__main__" else os.path.relpath(HERE)
 
 ffibuilder = FFI()
 with open(os.path.join(HERE, "engine.cdef")) as f:
@@ -18,9 +19,10 @@ with open(os.path.join(HERE, "engine.cdef")) as f:
 ffibuilder.set_source(
     "splicer._engine",
     '#include "splicer/engine.h"',
-    sources=[os.path.join(REL, "src", name) for name in ("pipe.c", "splice.c")],
+    sources=[os.path.join(REL, "src", name) for name in ("pipe.c", "splice.c", "engine.c")],
     include_dirs=[os.path.join(REL, "include"), os.path.join(REL, "src")],
     extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
+    libraries=["pthread"],
 )
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 1
+ABI = 2
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -175,3 +175,114 @@ class PipePool:
         if self._c is not None:
             lib.spl_pool_free(self._c)
             self._c = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """Counters of one engine (C struct spl_engine_stats), read without stopping it.
+
+    Byte counts are bytes; pipes_* are pipe counts; jobs_* and timeouts are job counts.
+    """
+
+    spliced_bytes: int
+    splice_calls: int
+    eagain_waits: int
+    jobs_done: int
+    jobs_nopipe: int
+    timeouts: int
+    jobs_active: int
+    pipes_used: int
+    pipes_free: int
+    pipes_max: int
+    pipe_size: int
+    pipes_killed: int
+
+
+class EngineHandle:
+    """The C engine (spl_engine_*) with cdata kept inside: ints in, tuples out.
+
+    Args:
+        cpu: CPU to pin the engine thread to (-1: not pinned).
+        pipesize: bytes per pipe (tune.pipesize; 0 = kernel default).
+        maxpipes: pipes at most (tune.maxpipes).
+        maxjobs: jobs in flight at most; submit() raises EngineBusy beyond.
+
+    Raises:
+        EngineError: the engine could not start (EINVAL for a bad CPU, EMFILE...).
+    """
+
+    REAP_BATCH = 64
+
+    def __init__(self, cpu: int, pipesize: int, maxpipes: int, maxjobs: int) -> None:
+        cfg = ffi.new("struct spl_cfg *", {"cpu": cpu, "pipesize": pipesize, "maxpipes": maxpipes,
+                                           "maxjobs": maxjobs})
+        out = ffi.new("struct spl_engine **")
+        rc = lib.spl_engine_new(cfg, out)
+        if rc != 0:
+            _raise(rc, "spl_engine_new")
+        self._e = out[0]
+        self._job = ffi.new("struct spl_job *")
+        self._done = ffi.new("struct spl_done[]", self.REAP_BATCH)
+        self._stats = ffi.new("struct spl_engine_stats *")
+        self.eventfd = lib.spl_engine_eventfd(self._e)
+
+    def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
+               src_idle_ms: int, dst_idle_ms: int) -> None:
+        """Queue a job (see struct spl_job).
+
+        Raises:
+            EngineBusy: maxjobs already in flight.
+            EngineError: invalid job (EINVAL).
+        """
+        j = self._job
+        j.id = job_id
+        j.src_fd = src_fd
+        j.dst_fd = dst_fd
+        j.max_bytes = max_bytes
+        j.flags = flags
+        j.src_idle_ms = src_idle_ms
+        j.dst_idle_ms = dst_idle_ms
+        rc = lib.spl_submit(self._e, j)
+        if rc != 0:
+            _raise(rc, "spl_submit")
+
+    def cancel(self, job_id: int) -> bool:
+        """Ask the engine to stop a job; False when its queue is full (reap, then retry)."""
+        return lib.spl_cancel(self._e, job_id) == 0
+
+    def reap(self) -> list[tuple[int, int, int, int, int, int]]:
+        """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side) tuples."""
+        out = []
+        d = self._done
+        while True:
+            n = lib.spl_reap(self._e, d, self.REAP_BATCH)
+            for i in range(n):
+                c = d[i]
+                out.append((c.id, c.bytes_fwd, c.bytes_rev, c.res, c.how, c.side))
+            if n < self.REAP_BATCH:
+                return out
+
+    def stats(self) -> EngineStats:
+        """The engine's counters now."""
+        s = self._stats
+        lib.spl_engine_stats(self._e, s)
+        return EngineStats(s.spliced_bytes, s.splice_calls, s.eagain_waits, s.jobs_done, s.jobs_nopipe,
+                           s.timeouts, s.jobs_active, s.pipes_used, s.pipes_free, s.pipes_max, s.pipe_size,
+                           s.pipes_killed)
+
+    def close(self) -> None:
+        """Stop and join the engine thread and free it (jobs in flight are dropped)."""
+        if self._e is not None:
+            lib.spl_engine_free(self._e)
+            self._e = None
+
+
+JOB_TUNNEL = lib.SPL_JOB_TUNNEL
+JOB_SHUT_WR_ON_EOF = lib.SPL_JOB_SHUT_WR_ON_EOF
+END_DONE = lib.SPL_END_DONE
+END_PEER_CLOSED = lib.SPL_END_PEER_CLOSED
+END_ERROR = lib.SPL_END_ERROR
+END_TIMEOUT = lib.SPL_END_TIMEOUT
+END_CANCELLED = lib.SPL_END_CANCELLED
+END_NOPIPE = lib.SPL_END_NOPIPE
+SIDE_SRC = lib.SPL_SIDE_SRC

@@ -18,6 +18,7 @@ import sys
 
 from splicer.config.model import Config, Frontend
 from splicer.engine.binding import PipePool
+from splicer.engine.engine import Engine
 from splicer.runtime.backend import Backend, resolve_address
 from splicer.runtime.session import HttpSession
 from splicer.runtime.transfer import Mover, SplicePolicy
@@ -180,9 +181,10 @@ class Proxy:
     Args:
         config: the resolved configuration.
         loop: the event loop to run on.
+        cpu: CPU the worker runs on; its engine thread is pinned there (-1: not pinned).
     """
 
-    def __init__(self, config: Config, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, cpu: int = -1) -> None:
         self.config = config
         self.loop = loop
         g = config.global_
@@ -191,7 +193,8 @@ class Proxy:
         self.tasks: set[asyncio.Task] = set()
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         self.pool = PipePool(g.pipesize or 0, maxpipes)
-        self.mover = Mover(loop, self.pool)
+        self.engine = Engine(loop, cpu, g.pipesize or 0, maxpipes, maxjobs=2 * g.maxconn + 64)
+        self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]
         self._stopped = asyncio.Event()
@@ -211,6 +214,7 @@ class Proxy:
     def stats(self) -> dict:
         """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes."""
         p = self.pool.stats()
+        e = self.engine.stats()
         return {
             "pid": os.getpid(),
             "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
@@ -218,6 +222,11 @@ class Proxy:
                 be.name: dict(be.counters.as_dict(), servers={
                     s.model.name: s.counters.as_dict() for s in be.servers})
                 for be in self.backends.values()},
+            "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
+                       "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,
+                       "jobs_nopipe": e.jobs_nopipe, "timeouts": e.timeouts, "pipes_used": e.pipes_used,
+                       "pipes_free": e.pipes_free, "pipes_max": e.pipes_max, "pipe_size": e.pipe_size,
+                       "pipes_killed": e.pipes_killed},
             "pipes": {"used": p.pipes_used, "free": p.pipes_free, "max": p.pipes_max, "size": p.pipe_size,
                       "killed": p.pipes_killed, "spliced_bytes": p.spliced_bytes, "splice_calls": p.splice_calls,
                       "eagain_waits": p.eagain_waits, "failures": p.pipe_failures},
@@ -253,4 +262,5 @@ class Proxy:
             for be in self.backends.values():
                 be.close()
             self.print_stats()
+            self.engine.close()
             self.pool.close()

@@ -1,10 +1,12 @@
 """Body movers: one message body (or one tunnel direction) from a source to a destination socket.
 
 Theory of operation: a body is moved either by splicing (socket -> pipe -> socket in the
-kernel, splicer.engine) or by copying through a user-space buffer. Splicing is used when
-the direction allows it (haproxy `option splice-request/response/auto`), the body is big
-enough to pay for it, and the pool lends a pipe; otherwise, and whenever the pool is
-exhausted, the body is copied, so a transfer never stalls for lack of a pipe. A counted
+kernel) or by copying through a user-space buffer. Splicing is used when the direction
+allows it (haproxy `option splice-request/response/auto`) and the body is big enough to pay
+for it. A spliced body is handed to the engine thread (splicer.engine.engine) when there is
+one; when the engine is busy or out of pipes, the loop drives the splice pump itself with
+its own pipe pool, and when that pool is exhausted too, the body is copied: a transfer never
+stalls for lack of a pipe. A counted
 transfer never reads past its end, so the next pipelined message stays in the socket.
 Outcomes (done, premature end of stream, errors and timeouts on either side) are returned
 as data, never raised.
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from splicer.engine.binding import UNTIL_EOF, PipePool, Stop
-from splicer.errors import EngineError
+from splicer.engine.engine import Engine, JobEnd, SpliceJob
+from splicer.errors import EngineBusy, EngineError
 from splicer.http.chunked import MAX_LINE, ChunkedReader, Need
 from splicer.http.framing import FramingError
 from splicer.runtime import io
@@ -100,12 +103,15 @@ class Mover:
 
     Args:
         loop: the event loop.
-        pool: the pipe pool; None disables splicing entirely.
+        pool: the loop's own pipe pool, used when the engine cannot take a job; None
+            disables splicing entirely.
+        engine: the engine thread that runs spliced transfers; None: the loop splices.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, pool: PipePool | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, pool: PipePool | None, engine: Engine | None = None) -> None:
         self.loop = loop
         self.pool = pool
+        self.engine = engine
 
     async def move(self, src: Side, dst: Side, count: int | None, policy: SplicePolicy,
                    activity: Activity | None = None) -> Result:
@@ -122,6 +128,10 @@ class Mover:
         """
         if count == 0:
             return Result(End.DONE)
+        if self.engine is not None and self.pool is not None and policy.wants(count):
+            res = await self._engine_move(src, dst, count, activity)
+            if res is not None:
+                return res
         if self.pool is not None and policy.wants(count):
             try:
                 pipe = self.pool.get()
@@ -133,6 +143,51 @@ class Mover:
                 finally:
                     self.pool.put(pipe)
         return await self._copy(src, dst, count, activity)
+
+    async def _engine_move(self, src: Side, dst: Side, count: int | None, activity: Activity | None) -> Result | None:
+        """Run the transfer on the engine thread; None when it could not take it (nothing moved)."""
+        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), count, src_idle=src.timeout, dst_idle=dst.timeout)
+        try:
+            c = await self.engine.splice(job)
+        except EngineBusy:
+            return None
+        if c.end is JobEnd.NOPIPE:
+            return None
+        if activity is not None:
+            activity.last = self.loop.time()
+        res = Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
+        if c.end is JobEnd.DONE:
+            return res
+        if c.end is JobEnd.PEER_CLOSED:
+            res.end = End.SRC_EOF
+        elif c.end is JobEnd.TIMEOUT:
+            res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
+        else:
+            res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
+        return res
+
+    async def tunnel(self, a: socket.socket, b: socket.socket, idle: float | None) -> tuple[Result, Result] | None:
+        """Run a two-way tunnel on the engine thread until both directions reached EOF.
+
+        Returns:
+            (a->b, b->a) results, or None when the engine could not take it (nothing moved;
+            the caller runs the tunnel on the loop).
+        """
+        if self.engine is None:
+            return None
+        try:
+            c = await self.engine.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True, src_idle=idle))
+        except EngineBusy:
+            return None
+        if c.end is JobEnd.NOPIPE:
+            return None
+        if c.end is JobEnd.DONE:
+            end = End.DONE
+        elif c.end is JobEnd.TIMEOUT:
+            end = End.SRC_TIMEOUT
+        else:
+            end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
+        return Result(end, c.bytes_fwd, c.bytes_fwd, 0), Result(end, c.bytes_rev, c.bytes_rev, 0)
 
     async def _splice(self, pipe, src: Side, dst: Side, count: int | None, activity: Activity | None) -> Result:
         loop = self.loop

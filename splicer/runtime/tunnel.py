@@ -31,6 +31,10 @@ async def run_tunnel(mover: Mover, a: socket.socket, b: socket.socket, idle: flo
     Returns:
         (Result a->b, Result b->a).
     """
+    if a_to_b is not SplicePolicy.NEVER and b_to_a is not SplicePolicy.NEVER:
+        res = await mover.tunnel(a, b, idle)
+        if res is not None:
+            return res
     loop = mover.loop
     activity = Activity(loop.time())
 

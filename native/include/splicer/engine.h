@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#define SPL_ENGINE_ABI 1
+#define SPL_ENGINE_ABI 2
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -85,5 +85,108 @@ int spl_pump(struct spl_pool *pool, struct spl_pipe *pipe, int src, int dst,
 
 /* Copies the pool's counters into *out. */
 void spl_pool_stats(const struct spl_pool *pool, struct spl_stats *out);
+
+/* ---- the engine ------------------------------------------------------------------------ */
+
+/* Job flags (struct spl_job.flags). */
+enum spl_job_flag {
+	SPL_JOB_TUNNEL = 1,         /* two-way: src<->dst until both directions reached EOF */
+	SPL_JOB_SHUT_WR_ON_EOF = 2, /* one-way until EOF: shutdown(dst, SHUT_WR) at EOF */
+};
+
+/* How a job ended (struct spl_done.how). */
+enum spl_end {
+	SPL_END_DONE = 0,        /* every byte moved (count reached, or EOF of an until-EOF job) */
+	SPL_END_PEER_CLOSED = 1, /* src reached EOF before max_bytes: the peer closed early */
+	SPL_END_ERROR = 2,       /* a splice failed; res = -errno, side tells which fd */
+	SPL_END_TIMEOUT = 3,     /* the side in `side` was idle past its idle_ms */
+	SPL_END_CANCELLED = 4,   /* spl_cancel() */
+	SPL_END_NOPIPE = 5,      /* no pipe free (tune.maxpipes): nothing moved, copy instead */
+};
+
+/* Which fd an end refers to (struct spl_done.side). */
+enum spl_side {
+	SPL_SIDE_SRC = 0,
+	SPL_SIDE_DST = 1,
+};
+
+/* A job: move bytes from src_fd to dst_fd (or both ways for a tunnel). The fds stay owned by
+ * the caller, who must neither use nor close them until the job's completion is reaped. */
+struct spl_job {
+	uint64_t id;          /* caller's tag, echoed in the completion (liburing's user_data) */
+	int32_t src_fd;       /* non-blocking socket to read from (tunnel: side A) */
+	int32_t dst_fd;       /* non-blocking socket to write to (tunnel: side B) */
+	uint64_t max_bytes;   /* bytes to move src->dst; UINT64_MAX = until EOF; ignored for tunnels */
+	uint32_t flags;       /* enum spl_job_flag */
+	uint32_t src_idle_ms; /* max wait on src for data, ms (0 = none); tunnel: idle of both ways */
+	uint32_t dst_idle_ms; /* max wait on dst for room, ms (0 = none); unused for tunnels */
+	uint32_t pad;
+};
+
+/* A completion, one per submitted job. */
+struct spl_done {
+	uint64_t id;        /* the job's id */
+	uint64_t bytes_fwd; /* bytes written to dst (src->dst) */
+	uint64_t bytes_rev; /* tunnel: bytes written to src (dst->src) */
+	int32_t res;        /* 0 or -errno */
+	uint32_t how;       /* enum spl_end */
+	uint32_t side;      /* enum spl_side: which fd failed or timed out */
+	uint32_t pad;
+};
+
+/* Engine settings. */
+struct spl_cfg {
+	int32_t cpu;       /* CPU to pin the engine thread to, -1 = not pinned */
+	uint32_t pipesize; /* tune.pipesize, bytes (0 = kernel default) */
+	uint32_t maxpipes; /* tune.maxpipes */
+	uint32_t maxjobs;  /* jobs in flight at most (submitted and not yet reaped) */
+};
+
+/* Engine counters (read without locks; each value is updated atomically). */
+struct spl_engine_stats {
+	uint64_t spliced_bytes; /* bytes written to destinations through pipes */
+	uint64_t splice_calls;  /* splice(2) calls */
+	uint64_t eagain_waits;  /* pumps that stopped on EAGAIN */
+	uint64_t jobs_done;     /* completions posted */
+	uint64_t jobs_nopipe;   /* jobs refused for lack of a pipe */
+	uint64_t timeouts;      /* jobs ended by an idle timeout */
+	uint32_t jobs_active;   /* jobs running now */
+	uint32_t pipes_used;    /* pipes lent to jobs now */
+	uint32_t pipes_free;    /* created pipes in the free list */
+	uint32_t pipes_max;     /* tune.maxpipes */
+	uint32_t pipe_size;     /* bytes per pipe granted by the kernel */
+	uint32_t pad;
+	uint64_t pipes_killed;  /* pipes closed because a job ended with data in them */
+};
+
+struct spl_engine;
+
+/* Starts an engine: its thread (pinned to cfg->cpu), epoll, eventfds, rings and pipe pool.
+ * Returns 0 and sets *out, or -errno (-EINVAL for a bad cfg). Free with spl_engine_free(). */
+int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out);
+
+/* The eventfd that becomes readable when completions are ready (for loop.add_reader).
+ * Returns the fd (>= 0); it stays owned by the engine. */
+int spl_engine_eventfd(const struct spl_engine *e);
+
+/* Queues a job. Returns 0, -EAGAIN when maxjobs are in flight (the caller moves the bytes
+ * itself), -EINVAL for a bad job. Thread: the single submitting thread only. Never blocks. */
+int spl_submit(struct spl_engine *e, const struct spl_job *job);
+
+/* Asks the engine to stop job `id`; its completion (SPL_END_CANCELLED, or how it ended if it
+ * ended first) still arrives and must be reaped before the fds are reused. Returns 0 or -EAGAIN
+ * (queue full: try again after reaping). Thread: the submitting thread. */
+int spl_cancel(struct spl_engine *e, uint64_t id);
+
+/* Copies up to `max` completions into out[] and clears the eventfd. Returns how many (>= 0).
+ * Thread: the submitting thread. */
+int spl_reap(struct spl_engine *e, struct spl_done *out, int max);
+
+/* Copies the engine's counters into *out. Any thread. */
+void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out);
+
+/* Stops and joins the engine thread, closes its pipes, epoll and eventfds, frees it. Jobs in
+ * flight are dropped (their fds stay the caller's). */
+void spl_engine_free(struct spl_engine *e);
 
 #endif /* SPLICER_ENGINE_H */

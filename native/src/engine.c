@@ -1,0 +1,664 @@
+/*
+ * Engine - a pinned thread with its own epoll that runs splice jobs submitted by Python.
+ *
+ * Python (one thread) submits jobs and cancels through a single-producer ring and wakes the
+ * engine with an eventfd; the engine posts one completion per job into a second ring and
+ * signals another eventfd that Python's event loop watches. The engine never calls into
+ * Python and never takes the GIL. Each job's sockets are registered edge-triggered in the
+ * engine's epoll while the job runs and removed before its completion is posted, so Python
+ * may reuse them (next keep-alive request) as soon as it has reaped the completion.
+ * Everything is allocated in spl_engine_new(); the data path allocates nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "splicer/engine.h"
+#include "pool.h"
+
+#define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
+#define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
+#define SPL_TICK_MS 50          /* timeout check period while a job has an idle timeout */
+#define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
+
+enum spl_op {
+	SPL_OP_SUBMIT = 0,
+	SPL_OP_CANCEL = 1,
+};
+
+enum spl_wait {
+	SPL_WAIT_NONE = 0,
+	SPL_WAIT_SRC = 1,
+	SPL_WAIT_DST = 2,
+};
+
+struct spl_msg {
+	uint32_t op;        /* enum spl_op */
+	uint32_t pad;
+	struct spl_job job; /* for a cancel, only job.id is read */
+};
+
+struct spl_dir {
+	struct spl_pipe *pipe; /* lent by the pool while the job runs */
+	uint64_t left;         /* bytes still to read from src, UINT64_MAX = until EOF */
+	uint64_t moved;        /* bytes written to dst */
+	int src;               /* fd read by this direction */
+	int dst;               /* fd written by this direction */
+	uint8_t done;          /* this direction reached its end */
+	uint8_t wait;          /* enum spl_wait: what it last blocked on */
+};
+
+struct spl_slot {
+	struct spl_job job;
+	struct spl_dir dir[2]; /* [0] src->dst, [1] dst->src (tunnels only) */
+	int reg[2];            /* fds registered in epoll for src and dst, -1 when none */
+	int dup[2];            /* dups we own when the fd was already registered, else -1 */
+	uint64_t last_ms;      /* last time a byte moved (or the job started) */
+	int32_t next_free;     /* free list link */
+	uint8_t active;        /* a job occupies this slot */
+	uint8_t ready;         /* the slot is on the ready list (budget used up) */
+};
+
+struct spl_engine {
+	struct spl_cfg cfg;
+	int ep;                       /* the engine's epoll */
+	int wake_fd;                  /* Python -> engine: "messages queued" */
+	int done_fd;                  /* engine -> Python: "completions ready" */
+	pthread_t thread;
+	atomic_int stop;
+	/* submit ring: Python produces, engine consumes */
+	struct spl_msg *sq;
+	uint32_t sq_mask;
+	atomic_uint sq_head;          /* next to consume (engine) */
+	atomic_uint sq_tail;          /* next to produce (Python) */
+	/* completion ring: engine produces, Python consumes */
+	struct spl_done *cq;
+	uint32_t cq_mask;
+	atomic_uint cq_head;          /* next to consume (Python) */
+	atomic_uint cq_tail;          /* next to produce (engine) */
+	atomic_uint inflight;         /* submitted and not reaped */
+	/* engine-thread state */
+	struct spl_slot *slots;       /* cfg.maxjobs slots */
+	int32_t free_head;
+	uint32_t *ready;              /* slots to run again without an event (budget used up) */
+	uint32_t nready;
+	uint32_t active;              /* jobs running */
+	uint32_t timed;               /* running jobs that have an idle timeout */
+	uint64_t now_ms;
+	int posted;                   /* completions posted since done_fd was last written */
+	struct spl_pool *pool;
+	/* counters published for other threads */
+	atomic_ullong st_spliced, st_calls, st_eagain, st_done, st_nopipe, st_timeouts, st_killed;
+	atomic_uint st_active, st_pipes_used, st_pipes_free, st_pipe_size;
+};
+
+static uint64_t spl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint32_t spl_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Writes 1 to an eventfd. EAGAIN means the counter is already non-zero: the reader will
+ * wake anyway, so it is not an error. */
+static void spl_signal(int fd)
+{
+	uint64_t one = 1;
+
+	while (write(fd, &one, sizeof(one)) == -1 && errno == EINTR)
+		;
+}
+
+/* Clears an eventfd (non-blocking): EAGAIN means it was already clear. */
+static void spl_drain(int fd)
+{
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) == -1 && errno == EINTR)
+		;
+}
+
+/* ---- engine thread: jobs ------------------------------------------------------------ */
+
+static void spl_publish(struct spl_engine *e)
+{
+	const struct spl_pool *p = e->pool;
+
+	atomic_store_explicit(&e->st_spliced, p->spliced_bytes, memory_order_relaxed);
+	atomic_store_explicit(&e->st_calls, p->splice_calls, memory_order_relaxed);
+	atomic_store_explicit(&e->st_eagain, p->eagain_waits, memory_order_relaxed);
+	atomic_store_explicit(&e->st_killed, p->killed, memory_order_relaxed);
+	atomic_store_explicit(&e->st_active, e->active, memory_order_relaxed);
+	atomic_store_explicit(&e->st_pipes_used, p->used, memory_order_relaxed);
+	atomic_store_explicit(&e->st_pipes_free, p->created - p->used, memory_order_relaxed);
+	atomic_store_explicit(&e->st_pipe_size, p->last_size, memory_order_relaxed);
+}
+
+/* Posts a completion. The ring cannot be full: it has room for maxjobs entries and at most
+ * maxjobs jobs are in flight (spl_submit refuses more until completions are reaped). */
+static void spl_post(struct spl_engine *e, const struct spl_done *d)
+{
+	uint32_t tail = atomic_load_explicit(&e->cq_tail, memory_order_relaxed);
+
+	e->cq[tail & e->cq_mask] = *d;
+	atomic_store_explicit(&e->cq_tail, tail + 1, memory_order_release);
+	atomic_fetch_add_explicit(&e->st_done, 1, memory_order_relaxed);
+	e->posted = 1;
+}
+
+/* Ends the job in slot s: unregisters its fds, returns its pipes, posts its completion. */
+static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
+{
+	struct spl_done d;
+	uint32_t i;
+
+	for (i = 0; i < 2; i++) {
+		/* errors ignored: ENOENT/EBADF only mean it was never (or no longer) registered */
+		if (s->reg[i] != -1)
+			epoll_ctl(e->ep, EPOLL_CTL_DEL, s->reg[i], NULL);
+		if (s->dup[i] != -1)
+			close(s->dup[i]);
+		s->reg[i] = -1;
+		s->dup[i] = -1;
+		if (s->dir[i].pipe != NULL)
+			spl_pipe_put(e->pool, s->dir[i].pipe);
+		s->dir[i].pipe = NULL;
+	}
+	if (s->ready) {
+		for (i = 0; i < e->nready; i++) {
+			if (&e->slots[e->ready[i]] == s) {
+				e->ready[i] = e->ready[--e->nready];
+				break;
+			}
+		}
+		s->ready = 0;
+	}
+	memset(&d, 0, sizeof(d));
+	d.id = s->job.id;
+	d.bytes_fwd = s->dir[0].moved;
+	d.bytes_rev = s->dir[1].moved;
+	d.res = res;
+	d.how = how;
+	d.side = side;
+	spl_post(e, &d);
+	if (how == SPL_END_TIMEOUT)
+		atomic_fetch_add_explicit(&e->st_timeouts, 1, memory_order_relaxed);
+	if (s->job.src_idle_ms || s->job.dst_idle_ms)
+		e->timed--;
+	s->active = 0;
+	e->active--;
+	s->next_free = e->free_head;
+	e->free_head = (int32_t)(s - e->slots);
+}
+
+/* Registers fd for slot index `idx`, role `role` (0 src, 1 dst), edge-triggered. An fd that
+ * is already registered (the other body of the same connection pair runs too) is dup'ed so
+ * that each registration has its own key. Returns 0 or -errno. */
+static int spl_watch(struct spl_engine *e, struct spl_slot *s, uint32_t idx, int role, int fd)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	ev.data.u64 = ((uint64_t)idx << 1) | (uint64_t)role;
+	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+		s->reg[role] = fd;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (fd == -1)
+		return -errno;
+	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	s->reg[role] = fd;
+	s->dup[role] = fd;
+	return 0;
+}
+
+static void spl_make_ready(struct spl_engine *e, struct spl_slot *s)
+{
+	if (!s->ready) {
+		s->ready = 1;
+		e->ready[e->nready++] = (uint32_t)(s - e->slots);
+	}
+}
+
+/* Runs every unfinished direction of the job until each would block, ends or uses its
+ * budget; finishes the job when it is over. */
+static void spl_run(struct spl_engine *e, struct spl_slot *s)
+{
+	int tunnel = (s->job.flags & SPL_JOB_TUNNEL) != 0;
+	int ndir = tunnel ? 2 : 1;
+	struct spl_move mv;
+	int d;
+
+	for (d = 0; d < ndir; d++) {
+		struct spl_dir *dir = &s->dir[d];
+		uint32_t src_side = d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST;
+		uint32_t dst_side = d == 0 ? SPL_SIDE_DST : SPL_SIDE_SRC;
+
+		if (dir->done)
+			continue;
+		if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
+			spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
+			return;
+		}
+		dir->moved += mv.bytes_out;
+		if (dir->left != UINT64_MAX)
+			dir->left -= mv.bytes_in;
+		if (mv.bytes_in || mv.bytes_out)
+			s->last_ms = e->now_ms;
+		dir->wait = SPL_WAIT_NONE;
+		switch (mv.how) {
+		case SPL_STOP_SRC_AGAIN:
+			dir->wait = SPL_WAIT_SRC;
+			break;
+		case SPL_STOP_DST_AGAIN:
+			dir->wait = SPL_WAIT_DST;
+			break;
+		case SPL_STOP_BUDGET:
+			spl_make_ready(e, s);
+			break;
+		case SPL_STOP_DONE:
+			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+			return;
+		case SPL_STOP_EOF:
+			if (!tunnel && dir->left != UINT64_MAX) {
+				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+				return;
+			}
+			/* the pipe is empty here: forwarding the FIN loses nothing (haproxy #2505).
+			 * ENOTCONN only means the peer is fully gone; the other way will see it. */
+			if (tunnel || (s->job.flags & SPL_JOB_SHUT_WR_ON_EOF))
+				shutdown(dir->dst, SHUT_WR);
+			dir->done = 1;
+			break;
+		case SPL_STOP_SRC_ERROR:
+			spl_finish(e, s, SPL_END_ERROR, -mv.err, src_side);
+			return;
+		default: /* SPL_STOP_DST_ERROR */
+			spl_finish(e, s, SPL_END_ERROR, -mv.err, dst_side);
+			return;
+		}
+	}
+	if (s->dir[0].done && (!tunnel || s->dir[1].done))
+		spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+}
+
+/* Starts a submitted job in a free slot (one exists: see spl_post). */
+static void spl_start(struct spl_engine *e, const struct spl_job *job)
+{
+	struct spl_slot *s = &e->slots[e->free_head];
+	uint32_t idx = (uint32_t)e->free_head;
+	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
+	int rc;
+
+	e->free_head = s->next_free;
+	memset(s, 0, sizeof(*s));
+	s->job = *job;
+	s->reg[0] = s->reg[1] = s->dup[0] = s->dup[1] = -1;
+	s->active = 1;
+	s->last_ms = e->now_ms;
+	e->active++;
+	if (job->src_idle_ms || job->dst_idle_ms)
+		e->timed++;
+	s->dir[0].src = job->src_fd;
+	s->dir[0].dst = job->dst_fd;
+	s->dir[0].left = tunnel ? UINT64_MAX : job->max_bytes;
+	s->dir[1].src = job->dst_fd;
+	s->dir[1].dst = job->src_fd;
+	s->dir[1].left = UINT64_MAX;
+	s->dir[1].done = !tunnel;
+	if (spl_pipe_get(e->pool, &s->dir[0].pipe) != 0 ||
+	    (tunnel && spl_pipe_get(e->pool, &s->dir[1].pipe) != 0)) {
+		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
+		spl_finish(e, s, SPL_END_NOPIPE, -ENOBUFS, SPL_SIDE_SRC);
+		return;
+	}
+	rc = spl_watch(e, s, idx, 0, job->src_fd);
+	if (rc == 0)
+		rc = spl_watch(e, s, idx, 1, job->dst_fd);
+	if (rc != 0) {
+		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 ? SPL_SIDE_SRC : SPL_SIDE_DST);
+		return;
+	}
+	spl_run(e, s);
+}
+
+static void spl_cancel_job(struct spl_engine *e, uint64_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.maxjobs; i++) {
+		if (e->slots[i].active && e->slots[i].job.id == id) {
+			spl_finish(e, &e->slots[i], SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
+			return;
+		}
+	}
+	/* not found: it already ended and its completion is on its way */
+}
+
+static void spl_take_messages(struct spl_engine *e)
+{
+	uint32_t head = atomic_load_explicit(&e->sq_head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&e->sq_tail, memory_order_acquire);
+
+	while (head != tail) {
+		struct spl_msg m = e->sq[head & e->sq_mask];
+
+		head++;
+		atomic_store_explicit(&e->sq_head, head, memory_order_release);
+		if (m.op == SPL_OP_SUBMIT)
+			spl_start(e, &m.job);
+		else
+			spl_cancel_job(e, m.job.id);
+		tail = atomic_load_explicit(&e->sq_tail, memory_order_acquire);
+	}
+}
+
+static void spl_check_timeouts(struct spl_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->cfg.maxjobs; i++) {
+		struct spl_slot *s = &e->slots[i];
+		uint64_t idle;
+
+		if (!s->active || !(s->job.src_idle_ms || s->job.dst_idle_ms))
+			continue;
+		idle = e->now_ms - s->last_ms;
+		if (s->job.flags & SPL_JOB_TUNNEL) {
+			if (s->job.src_idle_ms && idle >= s->job.src_idle_ms)
+				spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
+		} else if (s->dir[0].wait == SPL_WAIT_SRC && s->job.src_idle_ms && idle >= s->job.src_idle_ms) {
+			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
+		} else if (s->dir[0].wait == SPL_WAIT_DST && s->job.dst_idle_ms && idle >= s->job.dst_idle_ms) {
+			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_DST);
+		}
+	}
+}
+
+static void *spl_engine_main(void *arg)
+{
+	struct spl_engine *e = arg;
+	struct epoll_event evs[SPL_MAX_EVENTS];
+	uint64_t last_tick = spl_now_ms();
+
+	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
+		int timeout = e->nready ? 0 : (e->timed ? SPL_TICK_MS : -1);
+		int n = epoll_wait(e->ep, evs, SPL_MAX_EVENTS, timeout);
+		int i;
+
+		if (n == -1) {
+			if (errno == EINTR)
+				continue; /* a signal (signals are blocked here, but a debugger may stop us) */
+			break;            /* EBADF/EINVAL: the epoll is gone, nothing more can run */
+		}
+		e->now_ms = spl_now_ms();
+		for (i = 0; i < n; i++) {
+			uint64_t tag = evs[i].data.u64;
+
+			if (tag == SPL_WAKE_TAG) {
+				spl_drain(e->wake_fd);
+				spl_take_messages(e);
+				continue;
+			}
+			if (e->slots[tag >> 1].active)
+				spl_run(e, &e->slots[tag >> 1]);
+		}
+		/* jobs that used their budget: one more turn each, in the order they stopped */
+		n = (int)e->nready;
+		for (i = 0; i < n && i < (int)e->nready; i++) {
+			struct spl_slot *s = &e->slots[e->ready[i]];
+
+			s->ready = 0;
+			e->ready[i] = UINT32_MAX;
+			if (s->active)
+				spl_run(e, s);
+		}
+		/* compact: drop the entries just served, keep those re-added meanwhile */
+		{
+			uint32_t w = 0, r;
+
+			for (r = 0; r < e->nready; r++)
+				if (e->ready[r] != UINT32_MAX)
+					e->ready[w++] = e->ready[r];
+			e->nready = w;
+		}
+		if (e->timed && e->now_ms - last_tick >= SPL_TICK_MS) {
+			last_tick = e->now_ms;
+			spl_check_timeouts(e);
+		}
+		spl_publish(e);
+		if (e->posted) {
+			e->posted = 0;
+			spl_signal(e->done_fd);
+		}
+	}
+	return NULL;
+}
+
+/* ---- Python thread: lifecycle, submit, reap ------------------------------------------ */
+
+int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
+{
+	struct spl_engine *e;
+	struct epoll_event ev;
+	sigset_t all, old;
+	uint32_t i;
+	int rc;
+
+	if (cfg == NULL || out == NULL || cfg->maxjobs == 0 || cfg->maxpipes == 0 || cfg->maxjobs > (1u << 24))
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->ep = e->wake_fd = e->done_fd = -1;
+	e->sq_mask = spl_pow2(2 * cfg->maxjobs) - 1;
+	e->cq_mask = spl_pow2(cfg->maxjobs) - 1;
+	e->sq = calloc((size_t)e->sq_mask + 1, sizeof(*e->sq));
+	e->cq = calloc((size_t)e->cq_mask + 1, sizeof(*e->cq));
+	e->slots = calloc(cfg->maxjobs, sizeof(*e->slots));
+	e->ready = calloc(cfg->maxjobs, sizeof(*e->ready));
+	rc = -ENOMEM;
+	if (e->sq == NULL || e->cq == NULL || e->slots == NULL || e->ready == NULL)
+		goto fail;
+	for (i = 0; i < cfg->maxjobs; i++)
+		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;
+	e->free_head = 0;
+	rc = spl_pool_new(cfg->pipesize, cfg->maxpipes, &e->pool);
+	if (rc != 0)
+		goto fail;
+	e->ep = epoll_create1(EPOLL_CLOEXEC);
+	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->ep == -1 || e->wake_fd == -1 || e->done_fd == -1) {
+		rc = -errno;
+		goto fail;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.u64 = SPL_WAKE_TAG;
+	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, e->wake_fd, &ev) == -1) {
+		rc = -errno;
+		goto fail;
+	}
+	e->now_ms = spl_now_ms();
+	/* the thread starts with every signal blocked: they belong to Python's main thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = -pthread_create(&e->thread, NULL, spl_engine_main, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		goto fail;
+	if (cfg->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cfg->cpu, &set);
+		rc = -pthread_setaffinity_np(e->thread, sizeof(set), &set);
+		if (rc != 0) {
+			spl_engine_free(e);
+			return rc;
+		}
+	}
+	*out = e;
+	return 0;
+fail:
+	if (e->ep != -1)
+		close(e->ep);
+	if (e->wake_fd != -1)
+		close(e->wake_fd);
+	if (e->done_fd != -1)
+		close(e->done_fd);
+	spl_pool_free(e->pool);
+	free(e->sq);
+	free(e->cq);
+	free(e->slots);
+	free(e->ready);
+	free(e);
+	return rc;
+}
+
+int spl_engine_eventfd(const struct spl_engine *e)
+{
+	return e == NULL ? -EINVAL : e->done_fd;
+}
+
+/* Queues a message; -EAGAIN when the ring is full. */
+static int spl_queue(struct spl_engine *e, uint32_t op, const struct spl_job *job)
+{
+	uint32_t tail = atomic_load_explicit(&e->sq_tail, memory_order_relaxed);
+	uint32_t head = atomic_load_explicit(&e->sq_head, memory_order_acquire);
+	struct spl_msg *m;
+
+	if (tail - head > e->sq_mask)
+		return -EAGAIN;
+	m = &e->sq[tail & e->sq_mask];
+	m->op = op;
+	m->job = *job;
+	atomic_store_explicit(&e->sq_tail, tail + 1, memory_order_release);
+	spl_signal(e->wake_fd);
+	return 0;
+}
+
+int spl_submit(struct spl_engine *e, const struct spl_job *job)
+{
+	int rc;
+
+	if (e == NULL || job == NULL || job->src_fd < 0 || job->dst_fd < 0 || job->src_fd == job->dst_fd ||
+	    (!(job->flags & SPL_JOB_TUNNEL) && job->max_bytes == 0))
+		return -EINVAL;
+	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) >= e->cfg.maxjobs)
+		return -EAGAIN;
+	rc = spl_queue(e, SPL_OP_SUBMIT, job);
+	if (rc == 0)
+		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
+	return rc;
+}
+
+int spl_cancel(struct spl_engine *e, uint64_t id)
+{
+	struct spl_job job;
+
+	if (e == NULL)
+		return -EINVAL;
+	memset(&job, 0, sizeof(job));
+	job.id = id;
+	return spl_queue(e, SPL_OP_CANCEL, &job);
+}
+
+int spl_reap(struct spl_engine *e, struct spl_done *out, int max)
+{
+	uint32_t head, tail;
+	int n = 0;
+
+	if (e == NULL || out == NULL || max < 0)
+		return -EINVAL;
+	spl_drain(e->done_fd);
+	head = atomic_load_explicit(&e->cq_head, memory_order_relaxed);
+	tail = atomic_load_explicit(&e->cq_tail, memory_order_acquire);
+	while (head != tail && n < max) {
+		out[n++] = e->cq[head & e->cq_mask];
+		head++;
+	}
+	atomic_store_explicit(&e->cq_head, head, memory_order_release);
+	atomic_fetch_sub_explicit(&e->inflight, (unsigned)n, memory_order_relaxed);
+	/* more left than `max`: keep the eventfd readable so the caller comes back */
+	if (head != tail)
+		spl_signal(e->done_fd);
+	return n;
+}
+
+void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out)
+{
+	if (e == NULL || out == NULL)
+		return;
+	memset(out, 0, sizeof(*out));
+	out->spliced_bytes = atomic_load_explicit(&e->st_spliced, memory_order_relaxed);
+	out->splice_calls = atomic_load_explicit(&e->st_calls, memory_order_relaxed);
+	out->eagain_waits = atomic_load_explicit(&e->st_eagain, memory_order_relaxed);
+	out->jobs_done = atomic_load_explicit(&e->st_done, memory_order_relaxed);
+	out->jobs_nopipe = atomic_load_explicit(&e->st_nopipe, memory_order_relaxed);
+	out->timeouts = atomic_load_explicit(&e->st_timeouts, memory_order_relaxed);
+	out->jobs_active = atomic_load_explicit(&e->st_active, memory_order_relaxed);
+	out->pipes_used = atomic_load_explicit(&e->st_pipes_used, memory_order_relaxed);
+	out->pipes_free = atomic_load_explicit(&e->st_pipes_free, memory_order_relaxed);
+	out->pipes_max = e->cfg.maxpipes;
+	out->pipe_size = atomic_load_explicit(&e->st_pipe_size, memory_order_relaxed);
+	out->pipes_killed = atomic_load_explicit(&e->st_killed, memory_order_relaxed);
+}
+
+void spl_engine_free(struct spl_engine *e)
+{
+	uint32_t i;
+
+	if (e == NULL)
+		return;
+	atomic_store_explicit(&e->stop, 1, memory_order_release);
+	spl_signal(e->wake_fd);
+	pthread_join(e->thread, NULL);
+	for (i = 0; i < e->cfg.maxjobs; i++) {
+		if (e->slots[i].dup[0] != -1 && e->slots[i].active)
+			close(e->slots[i].dup[0]);
+		if (e->slots[i].dup[1] != -1 && e->slots[i].active)
+			close(e->slots[i].dup[1]);
+	}
+	close(e->ep);
+	close(e->wake_fd);
+	close(e->done_fd);
+	spl_pool_free(e->pool);
+	free(e->sq);
+	free(e->cq);
+	free(e->slots);
+	free(e->ready);
+	free(e);
+}

@@ -1,0 +1,150 @@
+"""The engine as the event loop sees it: `await engine.splice(job) -> Completion`.
+
+Theory of operation: a SpliceJob goes to the C engine thread (its own epoll, pinned to the
+worker's CPU), which moves the bytes with splice(2) and no GIL. Each job gets an integer id
+that maps to a Future; the engine's eventfd is watched with loop.add_reader, and each wake
+reaps every ready completion and resolves its Future. Between submit and completion the
+engine owns the fds: Python neither reads, writes nor closes them. A cancelled await asks
+the engine to stop the job and still waits for its completion before letting go.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+from dataclasses import dataclass
+from enum import Enum
+
+from splicer.engine import binding
+from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats
+from splicer.errors import EngineBusy  # noqa: F401  (raised by submit; re-exported for callers)
+
+
+class JobEnd(Enum):
+    """How a job ended (C enum spl_end)."""
+
+    DONE = binding.END_DONE
+    PEER_CLOSED = binding.END_PEER_CLOSED
+    ERROR = binding.END_ERROR
+    TIMEOUT = binding.END_TIMEOUT
+    CANCELLED = binding.END_CANCELLED
+    NOPIPE = binding.END_NOPIPE
+
+
+@dataclass(frozen=True, slots=True)
+class SpliceJob:
+    """One body (src -> dst) or a two-way tunnel for the engine.
+
+    Attributes:
+        src_fd, dst_fd: non-blocking connected sockets (tunnel: the two sides).
+        max_bytes: bytes to move; None = until src's end of stream (ignored for tunnels).
+        tunnel: move both ways until both directions reached EOF, forwarding each half-close.
+        shut_wr_on_eof: for an until-EOF job, shutdown(dst, SHUT_WR) at EOF.
+        src_idle: seconds the job may wait on src for data (None: no limit); for a tunnel,
+            seconds without a byte in either direction.
+        dst_idle: seconds the job may wait on dst for room (None: no limit).
+    """
+
+    src_fd: int
+    dst_fd: int
+    max_bytes: int | None = None
+    tunnel: bool = False
+    shut_wr_on_eof: bool = False
+    src_idle: float | None = None
+    dst_idle: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A finished job.
+
+    Attributes:
+        end: how it ended.
+        bytes_fwd: bytes written to dst.
+        bytes_rev: tunnel only: bytes written back to src.
+        errno: positive errno for ERROR (0 otherwise).
+        side: "src" or "dst": which socket failed or timed out.
+    """
+
+    end: JobEnd
+    bytes_fwd: int
+    bytes_rev: int
+    errno: int
+    side: str
+
+
+def _ms(seconds: float | None) -> int:
+    if seconds is None:
+        return 0
+    return max(1, min(int(seconds * 1000), 2**32 - 1))
+
+
+class Engine:
+    """One engine per worker process.
+
+    Args:
+        loop: the worker's event loop (its eventfd is watched there).
+        cpu: CPU to pin the engine thread to, -1 for none.
+        pipesize: bytes per pipe (haproxy tune.pipesize; 0 = kernel default).
+        maxpipes: pipes at most (haproxy tune.maxpipes); a job that finds none ends NOPIPE.
+        maxjobs: jobs in flight at most; beyond, splice() raises EngineBusy.
+
+    Raises:
+        EngineError: the engine thread could not start.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, cpu: int = -1, pipesize: int = 0,
+                 maxpipes: int = 1024, maxjobs: int = 8192) -> None:
+        self.loop = loop
+        self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs)
+        self._futs: dict[int, asyncio.Future] = {}
+        self._next = 1
+        loop.add_reader(self._h.eventfd, self._on_eventfd)
+
+    def _on_eventfd(self) -> None:
+        for job_id, fwd, rev, res, how, side in self._h.reap():
+            fut = self._futs.pop(job_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(Completion(JobEnd(how), fwd, rev, -res,
+                                          "src" if side == binding.SIDE_SRC else "dst"))
+
+    async def splice(self, job: SpliceJob) -> Completion:
+        """Run `job` on the engine thread and return its completion.
+
+        Raises:
+            EngineBusy: maxjobs in flight; move the bytes another way.
+            EngineError: the job was refused (EINVAL).
+            asyncio.CancelledError: the awaiting task was cancelled; the job was stopped and
+                its completion reaped first, so the fds are free again.
+        """
+        job_id = self._next
+        self._next += 1
+        flags = (binding.JOB_TUNNEL if job.tunnel else 0) | (binding.JOB_SHUT_WR_ON_EOF if job.shut_wr_on_eof else 0)
+        self._h.submit(job_id, job.src_fd, job.dst_fd, UNTIL_EOF if job.max_bytes is None else job.max_bytes,
+                       flags, _ms(job.src_idle), _ms(job.dst_idle))
+        fut = self.loop.create_future()
+        self._futs[job_id] = fut
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            while not self._h.cancel(job_id):
+                self._on_eventfd()
+                await asyncio.sleep(0.001)
+            while not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    continue
+            raise
+
+    def stats(self) -> EngineStats:
+        """The engine's counters (spliced bytes, calls, pipes, jobs)."""
+        return self._h.stats()
+
+    def close(self) -> None:
+        """Stop the engine thread. Pending splice() calls fail with ECANCELED."""
+        self.loop.remove_reader(self._h.eventfd)
+        self._h.close()
+        for fut in self._futs.values():
+            if not fut.done():
+                fut.set_exception(OSError(errno.ECANCELED, "engine closed"))
+        self._futs.clear()
