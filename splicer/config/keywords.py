@@ -347,6 +347,48 @@ def _parse_pipesize(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("pipesize", size)
 
 
+def _int_set(text: str, what: str) -> list[int]:
+    """``N``, ``N-M`` or a comma list of them -> sorted distinct integers."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        first = parse_int(lo, what, 0, 4095)
+        last = parse_int(hi, what, 0, 4095) if sep else first
+        if last < first:
+            raise ArgError(f"'cpu-map': invalid range '{part}' in {what}")
+        out.update(range(first, last + 1))
+    return sorted(out)
+
+
+def _parse_cpu_map(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``cpu-map [auto:][1/]<thread-set> <cpu-set>...``: key ``cpu_map``, a tuple of
+    (worker number, CPUs). splicer runs one process per worker, so the thread set names
+    workers; ``auto:`` gives each worker of the set one CPU of the CPU set, in order."""
+    _need(args, 2, "'cpu-map' expects a thread set and a CPU set, e.g. 'cpu-map 1/1 0'")
+    spec = args[0]
+    auto = spec.startswith("auto:")
+    if auto:
+        spec = spec[5:]
+    group, sep, threads = spec.partition("/")
+    if sep:
+        if group not in ("1", "all"):
+            raise ArgError(f"'cpu-map': only thread group 1 exists in splicer, got '{group}'")
+    else:
+        threads = group
+    if threads == "all":
+        raise ArgError("'cpu-map': name the workers ('1/1-4'), 'all' is not supported")
+    workers = _int_set(threads, "the thread set")
+    if 0 in workers:
+        raise ArgError("'cpu-map': workers are numbered from 1")
+    cpus = sorted({c for word in args[1:] for c in _int_set(word, "the CPU set")})
+    if auto:
+        if len(cpus) < len(workers):
+            raise ArgError(f"'cpu-map auto:': {len(workers)} workers but only {len(cpus)} CPUs")
+        ctx.set("cpu_map", tuple((w, (c,)) for w, c in zip(workers, cpus)))
+    else:
+        ctx.set("cpu_map", tuple((w, tuple(cpus)) for w in workers))
+
+
 def _ignored(name: str, min_args: int = 0, max_args: int | None = None,
              usage: str = "") -> ParseFn:
     """Parse function for a keyword accepted for compatibility and ignored with a warning."""
@@ -666,6 +708,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     # global
     _kw("maxconn", GLOBAL, _int_keyword("maxconn", "maxconn", 1), "maxconn (global)"),
     _kw("nbthread", GLOBAL, _int_keyword("nbthread", "nbthread", 1, 4096)),
+    _kw("cpu-map", GLOBAL, _parse_cpu_map),
     _kw("tune.bufsize", GLOBAL, _int_keyword("bufsize", "tune.bufsize", 1)),
     _kw("tune.http.maxhdr", GLOBAL, _int_keyword("maxhdr", "tune.http.maxhdr", 1, 32767)),
     _kw("tune.pipesize", GLOBAL, _parse_pipesize),

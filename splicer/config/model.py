@@ -37,6 +37,8 @@ class Global:
         maxhdr: max header fields in a head (haproxy `tune.http.maxhdr`, default 101).
         pipesize: pipe size in bytes set with F_SETPIPE_SZ; None = kernel default (`tune.pipesize`).
         maxpipes: max pipes in the pool; None = maxconn // 4 as haproxy computes it (`tune.maxpipes`).
+        cpu_map: (worker number from 1, CPUs) pairs from `cpu-map`; a worker not listed runs
+            on CPU (number - 1) modulo the CPUs it may use.
     """
 
     maxconn: int = 4096
@@ -45,6 +47,7 @@ class Global:
     maxhdr: int = 101
     pipesize: int | None = None
     maxpipes: int | None = None
+    cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,13 @@ def _global(raw: RawConfig) -> Global:
     values: dict[str, object] = {}
     for section in raw.sections:
         if section.kind == "global":
-            values.update((entry.key, entry.value) for entry in section.entries)
+            for entry in section.entries:
+                if entry.key == "cpu_map":  # cpu-map lines add up; a later one for a worker wins
+                    merged = dict(values.get("cpu_map", ()))
+                    merged.update(entry.value)
+                    values["cpu_map"] = tuple(sorted(merged.items()))
+                else:
+                    values[entry.key] = entry.value
     return Global(**values)  # type: ignore[arg-type]
 
 

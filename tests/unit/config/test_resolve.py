@@ -488,3 +488,29 @@ def test_config_is_immutable():
     config = cfg("frontend fe\n    bind :80\n    default_backend be\nbackend be\n")
     with pytest.raises(AttributeError):
         config.frontends[0].maxconn = 5  # type: ignore[misc]
+
+
+def test_cpu_map_auto_spreads_workers_over_cpus():
+    from splicer.config import loads
+    g = loads("global\n    nbthread 3\n    cpu-map auto:1/1-3 0-2\n").global_
+    assert g.cpu_map == ((1, (0,)), (2, (1,)), (3, (2,)))
+
+
+def test_cpu_map_later_line_wins_per_worker_and_sets_add_up():
+    from splicer.config import loads
+    g = loads("global\n    cpu-map 1/1-2 0,1\n    cpu-map 1/2 3\n").global_
+    assert g.cpu_map == ((1, (0, 1)), (2, (3,)))
+
+
+@pytest.mark.parametrize("line, message", [
+    ("cpu-map 2/1 0", "'cpu-map': only thread group 1 exists in splicer, got '2'"),
+    ("cpu-map auto:1/1-4 0-1", "'cpu-map auto:': 4 workers but only 2 CPUs"),
+    ("cpu-map 1/0 0", "'cpu-map': workers are numbered from 1"),
+    ("cpu-map 1/1", "'cpu-map' expects a thread set and a CPU set, e.g. 'cpu-map 1/1 0'"),
+])
+def test_cpu_map_errors(line, message):
+    from splicer.config import loads
+    from splicer.errors import ConfigErrors
+    with pytest.raises(ConfigErrors) as exc:
+        loads(f"global\n    {line}\n", path="c.cfg")
+    assert [str(e) for e in exc.value.errors] == [f"c.cfg:2: {message}"]
