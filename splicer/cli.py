@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 
@@ -15,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         Exit status: 0 on success (or clean stop), 1 on a configuration error, 2 on usage
-        errors (argparse), 3 when a listener cannot be opened.
+        errors (argparse), 3 when a listener cannot be opened. The master process returns
+        from here; workers are forked from it and never return (master.py).
     """
     ap = argparse.ArgumentParser(prog="splicer", description="HTTP/1.1 splicing reverse proxy and load balancer")
     ap.add_argument("-c", "--config", required=True, metavar="FILE", help="haproxy-style configuration file")
@@ -42,20 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Configuration file {args.config} is valid")
         return 0
 
-    if args.loop == "uvloop":
-        import uvloop
-        loop = uvloop.new_event_loop()
-    else:
-        loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    from splicer.runtime.proxy import Proxy
+    from splicer.runtime.listener import open_listeners
+    from splicer.runtime.master import Master
 
     try:
-        proxy = Proxy(config, loop)
-        loop.run_until_complete(proxy.serve())
+        listeners = open_listeners(config)
     except OSError as exc:
         print(f"splicer: {exc.strerror or exc}", file=sys.stderr)
         return 3
-    finally:
-        loop.close()
-    return 0
+    return Master(config, listeners, args.loop).run()

@@ -53,3 +53,31 @@ class Counters:
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for the JSON stats line)."""
         return asdict(self)
+
+
+def merge_stats(lines: list[dict]) -> dict:
+    """Sum the stats lines of several workers into one (numbers add up, dicts merge).
+
+    Args:
+        lines: parsed `splicer-stats` JSON objects, one per worker.
+
+    Returns:
+        One object of the same shape; "pid" and "worker" become lists of every worker's.
+    """
+    def add(a, b):
+        if isinstance(a, dict) and isinstance(b, dict):
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = add(out[k], v) if k in out else v
+            return out
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return a + b
+        return a
+
+    merged: dict = {}
+    for line in lines:
+        rest = {k: v for k, v in line.items() if k not in ("pid", "worker")}
+        merged = add(merged, rest) if merged else rest
+    merged["pid"] = [line.get("pid") for line in lines]
+    merged["worker"] = [line.get("worker") for line in lines]
+    return merged

@@ -22,6 +22,7 @@ import time
 
 from splicer.config import load
 from splicer.demo.origin import make_file
+from splicer.stats import merge_stats
 
 
 def wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float = 15.0) -> None:
@@ -117,16 +118,17 @@ def main(argv=None) -> int:
 
         sp.send_signal(signal.SIGUSR1)
         stats = None
+        workers = config.global_.nbthread or len(os.sched_getaffinity(0))
         for _ in range(100):
             time.sleep(0.05)
             lines = re.findall(r"^splicer-stats (.*)$", open(log_path).read(), re.M)
-            if lines:
-                stats = json.loads(lines[-1])
+            if len(lines) >= workers:
+                stats = merge_stats([json.loads(x) for x in lines])
                 break
         if stats:
             c = stats["frontends"][fe.name]
             print(f"splicer counters ({fe.name}): spliced {c['spliced']} bytes, copied {c['copied']} bytes, "
-                  f"{c['req_tot']} requests; pipes: {stats['pipes']}")
+                  f"{c['req_tot']} requests, {workers} worker(s); engine: {stats['engine']}")
         if args.keep_running:
             print("demo: running; Ctrl-C to stop")
             try:

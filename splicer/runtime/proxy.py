@@ -19,7 +19,7 @@ import sys
 from splicer.config.model import Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
-from splicer.runtime.backend import Backend, resolve_address
+from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.runtime.transfer import Mover, SplicePolicy
 from splicer.runtime.tunnel import run_tunnel
@@ -72,24 +72,9 @@ class FrontendRT:
         self.active = 0
         self.paused = False
 
-    def open(self) -> None:
-        """Bind and listen on every `bind` address (SO_REUSEADDR and SO_REUSEPORT set)."""
-        for b in self.model.binds:
-            host = "0.0.0.0" if b.host in ("", "*") else b.host.strip("[]")
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            if family == socket.AF_INET and not host.replace(".", "").isdigit():
-                host = resolve_address(host, b.port)[0]
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            try:
-                sock.bind((host, b.port))
-            except OSError as exc:
-                sock.close()
-                raise OSError(exc.errno, f"{b.file}:{b.line}: cannot bind {host}:{b.port}: {exc.strerror}") from None
-            sock.listen(1024)
-            sock.setblocking(False)
-            self.listeners.append(sock)
+    def open(self, listeners: list[socket.socket]) -> None:
+        """Start accepting on the listening sockets opened for this frontend (listener.py)."""
+        self.listeners = list(listeners)
         self.resume()
 
     def resume(self) -> None:
@@ -181,11 +166,16 @@ class Proxy:
     Args:
         config: the resolved configuration.
         loop: the event loop to run on.
-        cpu: CPU the worker runs on; its engine thread is pinned there (-1: not pinned).
+        listeners: {frontend name: listening sockets} (listener.open_listeners()).
+        cpu: CPU to pin the engine thread to (-1: it inherits the worker's affinity).
+        worker: this worker's number (from 1), shown in the stats line.
     """
 
-    def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, cpu: int = -1) -> None:
+    def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, listeners: dict[str, list[socket.socket]],
+                 cpu: int = -1, worker: int = 1) -> None:
         self.config = config
+        self.listeners = listeners
+        self.worker = worker
         self.loop = loop
         g = config.global_
         self.maxconn = g.maxconn
@@ -217,6 +207,7 @@ class Proxy:
         e = self.engine.stats()
         return {
             "pid": os.getpid(),
+            "worker": self.worker,
             "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
             "backends": {
                 be.name: dict(be.counters.as_dict(), servers={
@@ -244,12 +235,14 @@ class Proxy:
     async def serve(self) -> None:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
         for fe in self.frontends:
-            fe.open()
+            fe.open(self.listeners[fe.name])
         self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
         self.loop.add_signal_handler(signal.SIGINT, self.stop)
-        addrs = ", ".join(f"{fe.name}={b.host or '*'}:{b.port}" for fe in self.frontends for b in fe.model.binds)
-        log.info("splicer %d ready: %s", os.getpid(), addrs)
+        # blocked since the fork (master.py): pending ones are delivered to the handlers now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
+        log.info("worker %d (pid %d) serving on CPUs %s", self.worker, os.getpid(),
+                 ",".join(map(str, sorted(os.sched_getaffinity(0)))))
         try:
             await self._stopped.wait()
         finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from splicer.demo.origin import make_file
+from splicer.stats import merge_stats
 from tests.e2e.helpers import free_port, sha256_file, splicer_command, wait_port
 
 SIZES = {"0": 0, "1k": 1024, "1m": 1 << 20, "256m": 256 << 20, "1g": 1 << 30}
@@ -66,8 +67,9 @@ class SplicerProcess:
         log_path: file receiving its stderr.
     """
 
-    def __init__(self, cfg_path: Path, log_path: Path, ports: list[int]) -> None:
+    def __init__(self, cfg_path: Path, log_path: Path, ports: list[int], workers: int = 1) -> None:
         self.cfg_path = cfg_path
+        self.workers = workers
         self.log_path = log_path
         self.ports = ports
         self.port = ports[0] if ports else None
@@ -81,16 +83,22 @@ class SplicerProcess:
         return self.log_path.read_text(errors="replace")
 
     def stats(self, timeout: float = 5.0) -> dict:
-        """Send SIGUSR1 and return the counters it prints (one `splicer-stats` JSON line)."""
+        """Send SIGUSR1 to the master and return the counters its workers print (one
+        `splicer-stats` JSON line each, summed with splicer.stats.merge_stats)."""
         before = self.log().count("splicer-stats ")
         self.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             lines = re.findall(r"^splicer-stats (.*)$", self.log(), re.M)
-            if len(lines) > before:
-                return json.loads(lines[-1])
+            if len(lines) >= before + self.workers:
+                return merge_stats([json.loads(x) for x in lines[before:before + self.workers]])
             time.sleep(0.02)
-        raise TimeoutError("no stats line after SIGUSR1")
+        raise TimeoutError("not every worker printed its stats after SIGUSR1")
+
+    def worker_pids(self) -> list[int]:
+        """PIDs of the master's live children (the workers)."""
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            return [int(x) for x in f.read().split()]
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -106,16 +114,16 @@ class SplicerProcess:
 
 @pytest.fixture
 def start_splicer(tmp_path):
-    """Factory: start_splicer(cfg_text, ports=[...]) -> SplicerProcess, stopped at teardown.
-
-    The config text is written as-is; ports lists the bind ports to wait for.
+    """Factory: start_splicer(cfg_text, ports=[...], workers=1) -> SplicerProcess, stopped at
+    teardown. The config text is written as-is; ports lists the bind ports to wait for;
+    workers is how many stats lines a SIGUSR1 brings (the config's nbthread).
     """
     started = []
 
-    def start(cfg_text: str, ports: list[int]) -> SplicerProcess:
+    def start(cfg_text: str, ports: list[int], workers: int = 1) -> SplicerProcess:
         cfg = tmp_path / f"splicer{len(started)}.cfg"
         cfg.write_text(cfg_text)
-        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports)
+        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports, workers)
         started.append(sp)
         return sp
 

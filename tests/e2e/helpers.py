@@ -49,11 +49,13 @@ def splicer_command() -> list[str]:
 
 
 def http_config(port: int, servers: list[tuple[str, int]], *, balance: str = "roundrobin",
-                extra_defaults: str = "", extra_backend: str = "", server_opts: str = "") -> str:
+                extra_defaults: str = "", extra_backend: str = "", server_opts: str = "",
+                nbthread: int = 1) -> str:
     """A one-frontend, one-backend HTTP config for tests."""
     srv = "\n".join(f"    server {name} 127.0.0.1:{p} {server_opts}" for name, p in servers)
     return f"""
 global
+    nbthread {nbthread}
     maxconn 1000
     tune.pipesize 1048576
 

@@ -17,6 +17,7 @@ def tcp_config(port: int, servers: list[int]) -> str:
     srv = "\n".join(f"    server s{i} 127.0.0.1:{p}" for i, p in enumerate(servers))
     return f"""
 global
+    nbthread 1
     tune.pipesize 1048576
 listen tunnel
     mode tcp

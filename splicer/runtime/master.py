@@ -1,0 +1,187 @@
+"""The master process: opens the listeners, forks one worker per CPU, and supervises them.
+
+Theory of operation (haproxy's master-worker model, with processes instead of threads):
+the master binds every listener, then forks `nbthread` workers (default: one per CPU this
+process may run on). Each worker pins itself to its CPU (`cpu-map`, else CPU number - 1
+modulo the allowed CPUs), starts its own event loop and engine thread, and accepts on the
+shared listening sockets. The master runs no event loop and no thread; it waits for signals:
+  - SIGCHLD: a worker exited. Unless stopping, it is logged and restarted (at most once a
+    second per worker when it keeps crashing).
+  - SIGTERM / SIGINT: every worker gets SIGTERM; any still alive after STOP_GRACE seconds
+    gets SIGKILL; then the master exits 0.
+  - SIGUSR1: forwarded to every worker (each prints its counters line).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+
+from splicer.config.model import Config
+
+log = logging.getLogger("splicer")
+
+STOP_GRACE = 10.0
+"""Seconds workers get to finish after SIGTERM before they are killed."""
+RESTART_DELAY = 1.0
+"""Least seconds between two starts of the same worker (crash loop guard)."""
+
+_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1}
+
+
+def worker_cpus(config: Config, number: int) -> set[int]:
+    """The CPUs worker `number` (from 1) is pinned to: its `cpu-map` entry, else one CPU.
+
+    Raises:
+        ValueError: a cpu-map entry names no CPU this process may use.
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    mapped = dict(config.global_.cpu_map)
+    if number in mapped:
+        cpus = set(mapped[number]) & set(allowed)
+        if not cpus:
+            raise ValueError(f"cpu-map: worker {number} maps to CPUs {list(mapped[number])}, "
+                             f"none of which is available (allowed: {allowed})")
+        return cpus
+    return {allowed[(number - 1) % len(allowed)]}
+
+
+def worker_count(config: Config) -> int:
+    """`nbthread`, or the number of CPUs this process may run on (haproxy's default)."""
+    return config.global_.nbthread or len(os.sched_getaffinity(0))
+
+
+def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], number: int, loop_kind: str) -> int:
+    """Body of a forked worker; returns its exit status."""
+    import asyncio
+
+    from splicer.runtime.proxy import Proxy
+
+    # the signals stay blocked (as the master left them) until Proxy.serve() has installed
+    # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.sched_setaffinity(0, worker_cpus(config, number))
+    if loop_kind == "uvloop":
+        import uvloop
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        proxy = Proxy(config, loop, listeners, worker=number)
+        loop.run_until_complete(proxy.serve())
+    finally:
+        loop.close()
+    return 0
+
+
+class Master:
+    """Supervisor of the worker processes.
+
+    Args:
+        config: the resolved configuration.
+        listeners: the listening sockets (listener.open_listeners()), inherited by workers.
+        loop_kind: "uvloop" or "asyncio", the workers' event loop.
+    """
+
+    def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str) -> None:
+        self.config = config
+        self.listeners = listeners
+        self.loop_kind = loop_kind
+        self.count = worker_count(config)
+        self.workers: dict[int, int] = {}         # pid -> worker number
+        self.started: dict[int, float] = {}       # worker number -> last start time
+        self.pending: dict[int, float] = {}       # worker number -> when to restart it
+
+    def _spawn(self, number: int) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            status = 1
+            try:
+                status = _worker_main(self.config, self.listeners, number, self.loop_kind)
+            except BaseException:
+                log.exception("worker %d failed", number)
+            finally:
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        self.workers[pid] = number
+        self.started[number] = time.monotonic()
+        log.info("worker %d started (pid %d)", number, pid)
+
+    def _reap(self, stopping: bool) -> None:
+        while self.workers:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            number = self.workers.pop(pid, None)
+            if number is None:
+                continue
+            if os.WIFSIGNALED(status):
+                how = f"killed by signal {os.WTERMSIG(status)}"
+            else:
+                how = f"exited with status {os.WEXITSTATUS(status)}"
+            if stopping:
+                log.info("worker %d (pid %d) %s", number, pid, how)
+                continue
+            log.warning("worker %d (pid %d) %s; restarting it", number, pid, how)
+            self.pending[number] = max(time.monotonic(), self.started.get(number, 0.0) + RESTART_DELAY)
+
+    def run(self) -> int:
+        """Start the workers and supervise them until SIGTERM/SIGINT; returns the exit status."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            for number in range(1, self.count + 1):
+                worker_cpus(self.config, number)  # fail here, once, on a bad cpu-map
+        except ValueError as exc:
+            log.error("%s", exc)
+            return 1
+        log.info("master %d: %d worker(s); listening on %s", os.getpid(), self.count,
+                 ", ".join(f"{fe.name}={b.host or '*'}:{b.port}" for fe in self.config.frontends for b in fe.binds))
+        for number in range(1, self.count + 1):
+            self._spawn(number)
+        stop_deadline = None
+        while self.workers or (self.pending and stop_deadline is None):
+            now = time.monotonic()
+            for number, when in list(self.pending.items()):
+                if when <= now and stop_deadline is None:
+                    del self.pending[number]
+                    self._spawn(number)
+            timeout = 0.5
+            if self.pending:
+                timeout = max(0.01, min(self.pending.values()) - now)
+            info = signal.sigtimedwait(_SIGNALS, timeout)
+            if info is None:
+                pass
+            elif info.si_signo in (signal.SIGTERM, signal.SIGINT) and stop_deadline is None:
+                log.info("master: stopping %d worker(s)", len(self.workers))
+                stop_deadline = time.monotonic() + STOP_GRACE
+                self.pending.clear()
+                self._signal_all(signal.SIGTERM)
+            elif info.si_signo == signal.SIGUSR1:
+                self._signal_all(signal.SIGUSR1)
+            self._reap(stopping=stop_deadline is not None)
+            if stop_deadline is not None and time.monotonic() > stop_deadline:
+                log.warning("master: %d worker(s) did not stop in time; killing them", len(self.workers))
+                self._signal_all(signal.SIGKILL)
+                stop_deadline = time.monotonic() + STOP_GRACE
+        for socks in self.listeners.values():
+            for s in socks:
+                s.close()
+        return 0
+
+    def _signal_all(self, sig: int) -> None:
+        for pid in list(self.workers):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass

@@ -1,0 +1,113 @@
+"""Worker processes: one per `nbthread`, pinned to CPUs, restarted when they die, all stopped by SIGTERM."""
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import time
+
+import pytest
+
+from tests.e2e.helpers import free_port, http_config
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+
+
+def cpus_of(pid: int) -> str:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split()[1]
+    raise AssertionError("no Cpus_allowed_list")
+
+
+def thread_cpus(pid: int) -> set[str]:
+    return {cpus_of_task(pid, tid) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+def cpus_of_task(pid: int, tid: str) -> str:
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split()[1]
+    raise AssertionError("no Cpus_allowed_list")
+
+
+def wait_workers(sp, n: int, timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = sp.worker_pids()
+        if len(pids) == n and all(f"worker {i} (pid" in sp.log() for i in range(1, n + 1)):
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"expected {n} workers, have {sp.worker_pids()}")
+
+
+def get_ok(port: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/files/1k")
+    resp = conn.getresponse()
+    assert resp.status == 200 and len(resp.read()) == 1024
+    conn.close()
+
+
+def test_each_worker_and_its_engine_thread_pinned_to_its_cpu(start_splicer, farm):
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    time.sleep(0.3)  # let both finish starting their engine threads
+    assert sorted(cpus_of(p) for p in pids) == ["0", "1"]
+    for p in pids:
+        assert len(os.listdir(f"/proc/{p}/task")) >= 2  # the loop thread and the engine thread
+        assert thread_cpus(p) == {cpus_of(p)}
+    stats = sp.stats()
+    assert sorted(stats["worker"]) == [1, 2]
+
+
+def test_cpu_map_is_honoured(start_splicer, farm):
+    port = free_port()
+    cfg = http_config(port, [(o.name, o.port) for o in farm], nbthread=2).replace(
+        "    nbthread 2\n", "    nbthread 2\n    cpu-map 1/1 1\n    cpu-map 1/2 0\n")
+    sp = start_splicer(cfg, [port], workers=2)
+    wait_workers(sp, 2)
+    lines = [ln for ln in sp.log().splitlines() if "serving on CPUs" in ln]
+    deadline = time.monotonic() + 5
+    while len(lines) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        lines = [ln for ln in sp.log().splitlines() if "serving on CPUs" in ln]
+    assert any("worker 1 " in ln and ln.endswith("CPUs 1") for ln in lines)
+    assert any("worker 2 " in ln and ln.endswith("CPUs 0") for ln in lines)
+
+
+def test_killed_worker_is_restarted_and_traffic_continues(start_splicer, farm):
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    for _ in range(10):
+        get_ok(port)
+    os.kill(pids[0], signal.SIGKILL)
+    # traffic goes on through the other worker at once, and the master restarts the dead one
+    for _ in range(10):
+        get_ok(port)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        now = sp.worker_pids()
+        if len(now) == 2 and pids[0] not in now:
+            break
+        time.sleep(0.05)
+    now = sp.worker_pids()
+    assert len(now) == 2 and pids[0] not in now and pids[1] in now
+    assert "killed by signal 9; restarting it" in sp.log()
+    for _ in range(10):
+        get_ok(port)
+
+
+def test_sigterm_stops_master_and_every_worker(start_splicer, farm):
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    get_ok(port)
+    assert sp.stop() == 0
+    for p in pids:
+        assert not os.path.exists(f"/proc/{p}") or open(f"/proc/{p}/stat").read().split()[2] == "Z"
+    assert sp.log().count("splicer-stats ") >= 2  # each worker printed its counters on the way out
