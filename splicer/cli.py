@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for w in config.warnings:
         print(f"splicer: warning: {w}", file=sys.stderr)
+    if not config.frontends:  # haproxy: "no <listen> line. Nothing to do !"
+        print(f"splicer: {args.config}: no frontend or listen section: nothing to listen on", file=sys.stderr)
+        return 1
     if args.check:
         print(f"Configuration file {args.config} is valid")
         return 0

@@ -709,7 +709,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("maxconn", GLOBAL, _int_keyword("maxconn", "maxconn", 1), "maxconn (global)"),
     _kw("nbthread", GLOBAL, _int_keyword("nbthread", "nbthread", 1, 4096)),
     _kw("cpu-map", GLOBAL, _parse_cpu_map),
-    _kw("tune.bufsize", GLOBAL, _int_keyword("bufsize", "tune.bufsize", 1)),
+    _kw("tune.bufsize", GLOBAL, _int_keyword("bufsize", "tune.bufsize", 1024)),
     _kw("tune.http.maxhdr", GLOBAL, _int_keyword("maxhdr", "tune.http.maxhdr", 1, 32767)),
     _kw("tune.pipesize", GLOBAL, _parse_pipesize),
     _kw("tune.maxpipes", GLOBAL, _int_keyword("maxpipes", "tune.maxpipes", 0)),

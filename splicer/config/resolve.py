@@ -127,6 +127,20 @@ def resolve(raw: RawConfig) -> Config:
             error(link.line, f"{where} is in mode {frontend.mode} but its default_backend "
                              f"'{target.name}' is in mode {target.mode}")
 
+    # one address, one listener: two binds on it would silently share its connections
+    by_port: dict[int, list[tuple[str, str, Bind]]] = {}
+    for frontend, where, _ in frontends if not errors else ():
+        for b in frontend.binds:
+            host = "*" if b.host in ("", "*", "0.0.0.0", "::", "[::]") else b.host.lower()
+            taken = by_port.setdefault(b.port, [])
+            clash = next((t for t in taken if "*" in (t[0], host) or t[0] == host), None)
+            if clash is not None:
+                error(b.line, f"{where}: bind {b.host or '*'}:{b.port} overlaps bind "
+                              f"{clash[2].host or '*'}:{clash[2].port} of {clash[1]} at "
+                              f"{clash[2].file}:{clash[2].line}")
+            else:
+                taken.append((host, where, b))
+
     if errors:
         raise ConfigErrors(sorted(errors, key=lambda e: e.line))
     return Config(

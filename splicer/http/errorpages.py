@@ -8,6 +8,7 @@ REASONS = {
     400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 408: "Request Timeout",
     413: "Content Too Large", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
     501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+    505: "HTTP Version Not Supported",
 }
 
 _TEXT = {

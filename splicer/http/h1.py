@@ -44,7 +44,8 @@ class RequestHead:
 
     Attributes:
         method: e.g. b"GET".
-        target: request-target as received, e.g. b"/index.html".
+        target: request-target in origin-form (an absolute-form one is rewritten; its
+            authority became Host), or b"*" for OPTIONS.
         version: b"1.1" or b"1.0".
         headers: fields in wire order, names in the case received.
         framing: body framing (framing.request_framing).
@@ -101,7 +102,8 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
 
     Raises:
         HeadError: unparseable head (400; h11's error_status_hint), too many fields (400),
-            Transfer-Encoding other than chunked (501), invalid framing (400).
+            Transfer-Encoding other than chunked (501), invalid framing (400), an HTTP
+            version other than 1.0/1.1 (505), a bad request-target or CONNECT (400/405).
     """
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=len(head) + 1)
     conn.receive_data(head)
@@ -111,9 +113,12 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
         raise HeadError(str(exc), exc.error_status_hint) from None
     if not isinstance(ev, h11.Request):
         raise HeadError("incomplete request head", 400)
+    if ev.http_version not in (b"1.0", b"1.1"):
+        raise HeadError(f"HTTP version {ev.http_version.decode('ascii', 'replace')} not supported", 505)
     fields = list(ev.headers.raw_items())
     if len(fields) > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
+    target, fields = _request_target(ev.method, ev.target, fields)
     if ev.http_version == b"1.0" and any(n.lower() == b"transfer-encoding" for n, _ in fields):
         # RFC 9112 section 6.1: a 1.0 message with Transfer-Encoding has faulty framing
         raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)
@@ -123,8 +128,45 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
         raise HeadError(str(exc), exc.status) from None
     conn_tokens = hdr.tokens(fields, b"connection")
     expect = any(v.lower().strip() == b"100-continue" for n, v in fields if n.lower() == b"expect")
-    return RequestHead(ev.method, ev.target, ev.http_version, fields, framing,
+    return RequestHead(ev.method, target, ev.http_version, fields, framing,
                        _persistent(ev.http_version, conn_tokens), expect)
+
+
+def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[bytes, hdr.Headers]:
+    """Check the request-target's form and turn it into origin-form (RFC 9112 section 3.2).
+
+    Returns:
+        (target to forward, fields): an absolute-form target becomes its path and query,
+        and its authority becomes the Host field (section 3.2.2).
+
+    Raises:
+        HeadError: CONNECT (405: splicer is no forward proxy), asterisk-form for another
+            method than OPTIONS, authority-form, an absolute-form target without authority or
+            whose authority disagrees with Host (400).
+    """
+    if method == b"CONNECT":
+        raise HeadError("CONNECT is not allowed", 405)
+    if target.startswith(b"/"):
+        return target, fields
+    if target == b"*":
+        if method != b"OPTIONS":
+            raise HeadError("asterisk-form request-target is only for OPTIONS", 400)
+        return target, fields
+    scheme, sep, rest = target.partition(b"://")
+    if not sep or scheme.lower() not in (b"http", b"https"):
+        raise HeadError("request-target is neither origin-form nor absolute-form", 400)
+    cut = min((i for i in (rest.find(b"/"), rest.find(b"?")) if i >= 0), default=len(rest))
+    authority, path = rest[:cut], rest[cut:]
+    if not authority or b"@" in authority:
+        raise HeadError("absolute-form request-target without a valid authority", 400)
+    if not path.startswith(b"/"):
+        path = b"/" + path
+    hosts = [v for n, v in fields if n.lower() == b"host"]
+    if hosts and hosts[0].strip().lower() != authority.lower():
+        raise HeadError("Host disagrees with the absolute-form request-target", 400)
+    if not hosts:
+        fields = [(b"Host", authority)] + fields
+    return path, fields
 
 
 def parse_response(head: bytes, method: bytes) -> ResponseHead:
@@ -182,15 +224,19 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
 
     Args:
         resp: the parsed server response.
-        client_version: the request's HTTP version; a 1.0 client gets a 1.0 status line
-            semantics for keep-alive (explicit "Connection: keep-alive").
+        client_version: the request's HTTP version; a 1.0 client gets an explicit
+            "Connection: keep-alive", and a chunked body without its Transfer-Encoding (the
+            caller de-chunks it and closes: keep_alive must be False then).
         keep_alive: whether splicer keeps the client connection open after this response.
 
     Returns:
         Head bytes with hop-by-hop fields removed, framing fields written from resp.framing
         (headers.set_framing), and a Connection field stating what splicer will do.
     """
-    fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), resp.framing.kind.value, resp.framing.length)
+    kind = resp.framing.kind.value
+    if kind == "chunked" and client_version == b"1.0":
+        kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
+    fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
     if resp.status >= 200:
         if not keep_alive:
             fields.append((b"Connection", b"close"))

@@ -63,7 +63,9 @@ def set_framing(headers: Headers, kind: str, length: int | None) -> Headers:
 
     Args:
         headers: fields already stripped of hop-by-hop ones (Transfer-Encoding is gone).
-        kind: "length", "chunked", or anything else to leave Content-Length as received
+        kind: "length", "chunked", "dechunked" (a chunked body relayed without its chunk
+            framing to an HTTP/1.0 client, delimited by the close), or anything else to
+            leave Content-Length as received
             (a response to HEAD, a 304: there it describes the resource, not this message).
         length: the body length for "length".
 
@@ -83,9 +85,10 @@ def set_framing(headers: Headers, kind: str, length: int | None) -> Headers:
         if length is not None:
             out.append((b"Content-Length", b"%d" % length))
         return out
-    if kind == "chunked":
+    if kind in ("chunked", "dechunked"):
         out = [(n, v) for n, v in headers if n.lower() != b"content-length"]
-        out.append((b"Transfer-Encoding", b"chunked"))
+        if kind == "chunked":
+            out.append((b"Transfer-Encoding", b"chunked"))
         return out
     return headers
 

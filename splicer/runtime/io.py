@@ -103,24 +103,25 @@ async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         TimeoutError, OSError: as recv_into.
     """
     fd = sock.fileno()
+    got = bytearray()
     while True:
         try:
-            peek = sock.recv(limit, socket.MSG_PEEK)
+            peek = sock.recv(limit - len(got), socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
             await wait_readable(loop, fd, timeout)
             continue
         i = peek.find(b"\n")
         if i >= 0:
-            return sock.recv(i + 1)
+            got += sock.recv(i + 1)
+            return bytes(got)
         if not peek:
-            return b""
-        if len(peek) >= limit:
+            return bytes(got)
+        if len(got) + len(peek) >= limit:
             raise ValueError("line too long")
-        # an incomplete line: wait for more (a peek leaves the socket readable, so take the
-        # bytes we have, which all belong to this line)
-        part = sock.recv(len(peek))
-        rest = await recv_line(loop, sock, limit - len(part), timeout)
-        return part + rest
+        # an incomplete line: take what is there (it all belongs to this line, and a peek
+        # would leave the socket readable), then wait for more
+        got += sock.recv(len(peek))
+        await wait_readable(loop, fd, timeout)
 
 
 class HeadTooLarge(ValueError):
@@ -128,7 +129,7 @@ class HeadTooLarge(ValueError):
 
 
 async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
-                    first_timeout: float | None, timeout: float | None) -> bytes:
+                    first_timeout: float | None, timeout: float | None, skip_empty_lines: bool = False) -> bytes:
     """Read exactly one HTTP head, leaving any following bytes (the body) in the kernel.
 
     Peeks to find the empty line that ends the head, then reads exactly that many bytes, so
@@ -139,6 +140,8 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         limit: largest head accepted, bytes (tune.bufsize).
         first_timeout: seconds to wait for the first byte (keep-alive idle, or None).
         timeout: seconds for the whole head once it has started (timeout http-request).
+        skip_empty_lines: drop empty lines before the head (a request: RFC 9112 section 2.2
+            says a server SHOULD ignore at least one empty line before the request-line).
 
     Returns:
         The head; b"" when the peer closed (or reset) before sending any byte; a non-empty
@@ -172,6 +175,10 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
             return b"" if not got else bytes(got)
         if not peek:
             return bytes(got)
+        if skip_empty_lines and not got and peek[:1] in (b"\r", b"\n"):
+            blank = len(peek) - len(peek.lstrip(b"\r\n"))
+            sock.recv(blank)  # bytes before any request byte: not part of the head
+            continue
         if deadline is None and timeout is not None:
             deadline = loop.time() + timeout
         start = max(0, len(got) - 3)

@@ -68,8 +68,13 @@ class HttpSession:
             first = True
             while await self._stream(first):
                 first = False
+        except asyncio.CancelledError:
+            # a hard stop: whatever was under way must not look complete to the client
+            self._abort_client(reset=True)
+            raise
         except Exception:  # a bug: log it, never let it kill the worker
             log.exception("session from %s failed", self.client_ip)
+            self._abort_client(reset=True)
         finally:
             self.sock.close()
 
@@ -110,7 +115,8 @@ class HttpSession:
         fe = self.fe
         try:
             head = await io.recv_head(self.loop, self.sock, fe.bufsize,
-                                      self.t_request if first else self.t_keepalive, self.t_request)
+                                      self.t_request if first else self.t_keepalive, self.t_request,
+                                      skip_empty_lines=True)
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.ereq += 1
@@ -149,63 +155,79 @@ class HttpSession:
                 return False
             if lease.reused:
                 be.counters.reused += 1
+                lease.server.counters.reused += 1
             lease.server.counters.req_tot += 1
-            outcome = await self._exchange(req, out_head, lease)
+            reusable = False
+            try:
+                outcome, reusable = await self._exchange(req, out_head, lease)
+            finally:
+                # always given back, whatever happened (a bug, a cancellation): a lease
+                # never released would hold a server slot (maxconn) forever
+                be.release(lease, reusable)
             if outcome is _RETRY:
-                be.release(lease, False)
                 allow_reuse = False
                 continue
             return outcome
 
-    async def _exchange(self, req: RequestHead, out_head: bytes, lease: Lease):
-        """Send one request on `lease` and relay the response. Returns True/False (session
-        goes on or not) or _RETRY. Always releases the lease, except when returning _RETRY."""
+    async def _exchange(self, req: RequestHead, out_head: bytes, lease: Lease) -> tuple[object, bool]:
+        """Send one request on `lease` and relay the response.
+
+        Returns:
+            (outcome, reusable): outcome is True (the session goes on), False (it ends) or
+            _RETRY (a reused connection was dead: try another); reusable tells whether the
+            server connection may go back to the idle pool. The caller releases the lease;
+            the request body task never outlives this call.
+        """
         loop, be = self.loop, self.be
         srv = Side(lease.sock, self.t_server)
         try:
             await io.send_all(loop, lease.sock, out_head, self.t_server)
         except (OSError, TimeoutError):
             if lease.reused:
-                return _RETRY
+                return _RETRY, False
             be.counters.eresp += 1
-            be.release(lease, False)
             await self._reply_error(502)
-            return False
+            return False, False
 
         body_task = None
         if req.framing.kind is not BodyKind.NONE:
             body_task = loop.create_task(self._request_body(req, srv, lease))
+        try:
+            return await self._relay_response(req, srv, lease, body_task)
+        finally:
+            await self._end_task(body_task)
 
+    async def _relay_response(self, req: RequestHead, srv: Side, lease: Lease, body_task) -> tuple[object, bool]:
+        """Read the response (relaying 1xx), send its head and body to the client."""
+        loop, be = self.loop, self.be
         resp, status = await self._response_head(req, srv, lease, body_task)
         if resp is _RETRY:
-            return _RETRY
+            return _RETRY, False
         if resp is None:
             await self._end_task(body_task)
-            be.release(lease, False)
             if status:
                 await self._reply_error(status)
-            return False
+            return False, False
 
         # the final response
         fr = resp.framing
+        dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
         srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
-        cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE
+        cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
         head = forward_response_head(resp, req.version, cli_keep)
         try:
             await io.send_all(loop, self.sock, head, self.t_client)
         except (OSError, TimeoutError):
-            await self._end_task(body_task)
-            be.release(lease, False)
-            return False
+            return False, False
         self.fe.counters.bout += len(head)
-        self.fe.counters.count_status(resp.status)
-        be.counters.count_status(resp.status)
+        for c in (self.fe.counters, be.counters, lease.server.counters):
+            c.count_status(resp.status)
 
         policy = self.fe.splice_response
         if fr.kind is BodyKind.LENGTH:
             r = await self.fe.mover.move(srv, self.cli, fr.length, policy)
         elif fr.kind is BodyKind.CHUNKED:
-            r = await self.fe.mover.move_chunked(srv, self.cli, policy)
+            r = await self.fe.mover.move_chunked(srv, self.cli, policy, dechunk=dechunk)
         elif fr.kind is BodyKind.CLOSE:
             r = await self.fe.mover.move(srv, self.cli, None, policy)
         else:
@@ -218,9 +240,9 @@ class HttpSession:
                 lease.server.counters.eresp += 1
             # abort: the client must see the body end short of what was announced. With a
             # length or chunked framing a FIN shows it and keeps the bytes already sent; a
-            # close-delimited body has no framing to fall short of, so a failed server read
-            # is passed on as a reset.
-            self._abort_client(reset=fr.kind is BodyKind.CLOSE and r.end is not End.DST_ERROR)
+            # close-delimited (or de-chunked) body has no framing to fall short of, so a
+            # failed server side is passed on as a reset.
+            self._abort_client(reset=(fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR)
 
         if body_task is not None:
             if not body_task.done():
@@ -229,8 +251,7 @@ class HttpSession:
                 await self._end_task(body_task)
             elif body_task.result().end is not End.DONE:
                 ok = False
-        be.release(lease, ok and srv_reuse)
-        return ok and cli_keep
+        return ok and cli_keep, ok and srv_reuse
 
     def _abort_client(self, reset: bool) -> None:
         """End the client connection now: a FIN after the bytes already sent, or a reset
@@ -290,9 +311,9 @@ class HttpSession:
                 await self._end_task(readable)
             try:
                 head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server)
-            except TimeoutError as exc:
+            except TimeoutError:
                 self.be.counters.eresp += 1
-                return None, 0 if getattr(exc, "partial", b"") else 504
+                return None, 504  # nothing was sent to the client yet, even after a partial head
             except io.HeadTooLarge:
                 self.be.counters.eresp += 1
                 return None, 502

@@ -260,12 +260,13 @@ class Mover:
                 left -= n
         return res
 
-    async def move_chunked(self, src: Side, dst: Side, policy: SplicePolicy) -> Result:
+    async def move_chunked(self, src: Side, dst: Side, policy: SplicePolicy, dechunk: bool = False) -> Result:
         """Relay one chunked body verbatim, never reading past its end.
 
         Size lines, the CRLF after each chunk and trailers are read line by line (peek, then
         exact reads) and forwarded as received; chunk data goes through move(), so a big
-        chunk is spliced and a small one copied (chunk-aware splicing).
+        chunk is spliced and a small one copied (chunk-aware splicing). With `dechunk`, only
+        the chunk data is forwarded (for an HTTP/1.0 client; the connection end delimits it).
 
         Returns:
             Result; End.BAD_FRAMING for a malformed body (the caller closes both sides).
@@ -300,6 +301,8 @@ class Mover:
             except FramingError:
                 res.end = End.BAD_FRAMING
                 return res
+            if dechunk:
+                continue
             try:
                 await io.send_all(loop, dst.sock, line, dst.timeout)
             except TimeoutError:

@@ -90,3 +90,32 @@ def test_port_in_use_is_reported(tmp_path):
         r = run(["-c", str(cfg)])
     assert r.returncode == 3
     assert f"{cfg}:3: cannot bind 127.0.0.1:{port}" in r.stderr
+
+
+def test_config_without_listener_is_refused(tmp_path):
+    cfg = tmp_path / "empty.cfg"
+    cfg.write_text("global\n    maxconn 10\n")
+    for extra in (["--check"], []):
+        r = run(["-c", str(cfg)] + extra)
+        assert r.returncode == 1
+        assert f"{cfg}: no frontend or listen section: nothing to listen on" in r.stderr
+
+
+def test_two_frontends_on_one_address_is_an_error(tmp_path):
+    cfg = tmp_path / "dup.cfg"
+    cfg.write_text("defaults\n    mode http\n"
+                   "frontend a\n    bind 127.0.0.1:18123\n    default_backend b\n"
+                   "frontend c\n    bind *:18123\n    default_backend b\n"
+                   "backend b\n")
+    r = run(["-c", str(cfg), "--check"])
+    assert r.returncode == 1
+    assert (f"{cfg}:7: frontend 'c': bind *:18123 overlaps bind 127.0.0.1:18123 of frontend 'a' at {cfg}:4"
+            in r.stderr)
+
+
+def test_tiny_bufsize_is_refused(tmp_path):
+    cfg = tmp_path / "buf.cfg"
+    cfg.write_text("global\n    tune.bufsize 10\n")
+    r = run(["-c", str(cfg), "--check"])
+    assert r.returncode == 1
+    assert f"{cfg}:2:" in r.stderr and "tune.bufsize" in r.stderr

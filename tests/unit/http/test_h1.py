@@ -378,3 +378,48 @@ def test_end_to_end_fields_are_forwarded_verbatim(method, fields):
     assert (r.method, r.headers, r.framing, r.keep_alive) == (method.encode(), [(b"Host", b"h")] + raw,
                                                               Framing(BodyKind.NONE, 0), True)
     assert forward_request_head(r, None) == head
+
+
+# --- request-target forms and versions (RFC 9112 sections 2.3, 3.2) -------------------------
+
+def test_http_version_other_than_1x_gets_505():
+    with pytest.raises(HeadError) as exc:
+        parse_request(b"GET / HTTP/9.9\r\nHost: a\r\n\r\n")
+    assert exc.value.status == 505
+
+
+def test_absolute_form_becomes_origin_form_with_host_from_authority():
+    r = parse_request(b"GET http://Example.com:8080/a/b?c=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n")
+    assert r.target == b"/a/b?c=1"
+    assert forward_request_head(r, None) == b"GET /a/b?c=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n"
+
+
+def test_absolute_form_without_path_and_without_host_in_http10():
+    r = parse_request(b"GET http://example.com HTTP/1.0\r\n\r\n")
+    assert r.target == b"/"
+    assert r.headers == [(b"Host", b"example.com")]
+
+
+@pytest.mark.parametrize("head, status", [
+    (b"GET http://evil.example/x HTTP/1.1\r\nHost: a\r\n\r\n", 400),      # Host disagrees
+    (b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", 400),                  # no authority
+    (b"GET http://u@a/x HTTP/1.1\r\nHost: a\r\n\r\n", 400),               # userinfo
+    (b"GET ftp://a/x HTTP/1.1\r\nHost: a\r\n\r\n", 400),                  # not http(s)
+    (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),                          # asterisk, not OPTIONS
+    (b"GET a.example:80 HTTP/1.1\r\nHost: a\r\n\r\n", 400),               # authority-form
+    (b"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", 405),
+])
+def test_bad_request_targets_refused(head, status):
+    with pytest.raises(HeadError) as exc:
+        parse_request(head)
+    assert exc.value.status == status
+
+
+def test_options_asterisk_form_is_forwarded():
+    r = parse_request(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n")
+    assert forward_request_head(r, None) == b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"
+
+
+def test_chunked_response_to_http10_client_loses_its_chunked_coding():
+    r = parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX: y\r\n\r\n", b"GET")
+    assert forward_response_head(r, b"1.0", False) == b"HTTP/1.1 200 OK\r\nX: y\r\nConnection: close\r\n\r\n"
