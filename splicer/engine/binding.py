@@ -247,8 +247,19 @@ class EngineHandle:
             _raise(rc, "spl_submit")
 
     def cancel(self, job_id: int) -> bool:
-        """Ask the engine to stop a job; False when its queue is full (reap, then retry)."""
-        return lib.spl_cancel(self._e, job_id) == 0
+        """Ask the engine to stop a job; False when its queue is full (reap, then retry).
+
+        Raises:
+            EngineError: the engine is closed, or another failure than a full queue.
+        """
+        if self._e is None:
+            raise EngineError(_errno.EBADF, "spl_cancel: the engine is closed")
+        rc = lib.spl_cancel(self._e, job_id)
+        if rc == -_errno.EAGAIN:
+            return False
+        if rc != 0:
+            _raise(rc, "spl_cancel")
+        return True
 
     def reap(self) -> list[tuple[int, int, int, int, int, int]]:
         """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side) tuples."""

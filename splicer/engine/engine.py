@@ -61,7 +61,8 @@ class Completion:
         end: how it ended.
         bytes_fwd: bytes written to dst.
         bytes_rev: tunnel only: bytes written back to src.
-        errno: positive errno for ERROR (0 otherwise).
+        errno: positive errno: the failure for ERROR, ETIMEDOUT for TIMEOUT, ECANCELED for
+            CANCELLED, ENOBUFS for NOPIPE; 0 for DONE and PEER_CLOSED.
         side: "src" or "dst": which socket failed or timed out.
     """
 
@@ -98,6 +99,7 @@ class Engine:
         self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs)
         self._futs: dict[int, asyncio.Future] = {}
         self._next = 1
+        self._closed = False
         loop.add_reader(self._h.eventfd, self._on_eventfd)
 
     def _on_eventfd(self) -> None:
@@ -124,11 +126,17 @@ class Engine:
         fut = self.loop.create_future()
         self._futs[job_id] = fut
         try:
-            return await fut
+            # shielded: cancelling the caller must not cancel `fut`, which only the engine's
+            # completion may resolve (until then the engine owns the fds)
+            return await asyncio.shield(fut)
         except asyncio.CancelledError:
-            while not self._h.cancel(job_id):
+            if self._closed:
+                raise
+            while not self._h.cancel(job_id):  # the queue is full: reap, then try again
                 self._on_eventfd()
                 await asyncio.sleep(0.001)
+                if self._closed:
+                    raise
             while not fut.done():
                 try:
                     await asyncio.shield(fut)
@@ -142,6 +150,9 @@ class Engine:
 
     def close(self) -> None:
         """Stop the engine thread. Pending splice() calls fail with ECANCELED."""
+        if self._closed:
+            return
+        self._closed = True
         self.loop.remove_reader(self._h.eventfd)
         self._h.close()
         for fut in self._futs.values():
