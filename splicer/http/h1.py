@@ -1,9 +1,17 @@
 """HTTP/1.1 heads, parsed with h11 and rewritten for forwarding.
 
 Rule: h11 parses; this module turns h11's events and errors into the proxy's RequestHead /
-ResponseHead and HeadError (the single place where h11's RemoteProtocolError is caught).
+ResponseHead and HeadError (the single place where h11's protocol errors are caught).
 Bodies never pass through h11: the head bytes alone are fed to it, and the body framing is
 decided by framing.py. Nothing here does I/O.
+
+Speed: a head is parsed with h11's own head readers (the functions its Connection calls for
+a request line or a status line and the fields), fed a ReceiveBuffer holding the head. This
+skips the Connection state machine, whose bookkeeping (and, for a response, serialising a
+dummy request first) cost more than the parse itself, while the grammar, validation and
+error messages stay h11's. Those readers are h11 internals, so when they are missing (an h11
+whose layout changed) the public Connection path is used instead; both give equal results
+(tests/unit/http/test_h1.py checks it).
 """
 from __future__ import annotations
 
@@ -11,6 +19,13 @@ import re
 from dataclasses import dataclass
 
 import h11
+
+try:  # h11's head readers (see the module docstring); public Connection path otherwise
+    from h11._readers import maybe_read_from_IDLE_client as _read_request_line
+    from h11._readers import maybe_read_from_SEND_RESPONSE_server as _read_status_line
+    from h11._receivebuffer import ReceiveBuffer as _ReceiveBuffer
+except ImportError:  # pragma: no cover - depends on the installed h11
+    _read_request_line = _read_status_line = _ReceiveBuffer = None
 
 from splicer.http import headers as hdr
 from splicer.http.framing import Framing, FramingError, request_framing, response_framing
@@ -90,6 +105,40 @@ def _persistent(version: bytes, conn_tokens: list[bytes]) -> bool:
     return version == b"1.1" or b"keep-alive" in conn_tokens
 
 
+def _request_event_public(head: bytes):
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=len(head) + 1)
+    conn.receive_data(head)
+    return conn.next_event()
+
+
+def _response_event_public(head: bytes, method: bytes):
+    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=len(head) + 1)
+    conn.send(h11.Request(method=method, target="/", headers=[("Host", "x")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(head)
+    return conn.next_event()
+
+
+def _request_event(head: bytes):
+    """h11's Request event for a whole request head (or NEED_DATA); raises h11.ProtocolError."""
+    if _ReceiveBuffer is None:
+        return _request_event_public(head)
+    buf = _ReceiveBuffer()
+    buf += head
+    ev = _read_request_line(buf)
+    return h11.NEED_DATA if ev is None else ev
+
+
+def _response_event(head: bytes, method: bytes):
+    """h11's Response/InformationalResponse event for a whole response head."""
+    if _ReceiveBuffer is None:
+        return _response_event_public(head, method)
+    buf = _ReceiveBuffer()
+    buf += head
+    ev = _read_status_line(buf)
+    return h11.NEED_DATA if ev is None else ev
+
+
 def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     """Parse one request head (request line + fields + empty line).
 
@@ -105,11 +154,9 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
             Transfer-Encoding other than chunked (501), invalid framing (400), an HTTP
             version other than 1.0/1.1 (505), a bad request-target or CONNECT (400/405).
     """
-    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=len(head) + 1)
-    conn.receive_data(head)
     try:
-        ev = conn.next_event()
-    except h11.RemoteProtocolError as exc:
+        ev = _request_event(head)
+    except h11.ProtocolError as exc:
         raise HeadError(str(exc), exc.error_status_hint) from None
     if not isinstance(ev, h11.Request):
         raise HeadError("incomplete request head", 400)
@@ -182,16 +229,15 @@ def parse_response(head: bytes, method: bytes) -> ResponseHead:
     Raises:
         HeadError: unparseable or invalidly framed response (502).
     """
-    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=len(head) + 1)
-    conn.send(h11.Request(method=method, target="/", headers=[("Host", "x")]))
-    conn.send(h11.EndOfMessage())
-    conn.receive_data(head)
     try:
-        ev = conn.next_event()
-    except h11.RemoteProtocolError as exc:
+        ev = _response_event(head, method)
+    except h11.ProtocolError as exc:
         raise HeadError(f"invalid response from server: {exc}", 502) from None
     if not isinstance(ev, (h11.Response, h11.InformationalResponse)):
         raise HeadError("incomplete response head", 502)
+    if ev.status_code == 101:
+        # splicer does not forward Upgrade (hop-by-hop), so a 101 is never solicited
+        raise HeadError("unsolicited 101 Switching Protocols", 502)
     fields = list(ev.headers.raw_items())
     try:
         framing = response_framing(method, ev.status_code, fields)

@@ -423,3 +423,51 @@ def test_options_asterisk_form_is_forwarded():
 def test_chunked_response_to_http10_client_loses_its_chunked_coding():
     r = parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX: y\r\n\r\n", b"GET")
     assert forward_response_head(r, b"1.0", False) == b"HTTP/1.1 200 OK\r\nX: y\r\nConnection: close\r\n\r\n"
+
+
+# --- h11's head readers and its public Connection agree -------------------------------------
+
+_REQUEST_HEADS = [
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    b"GET / HTTP/1.0\r\n\r\n",
+    b"GE T / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+    b"GET / HTTP/1.1\nHost: a\n\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 2\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nX: \x00\r\n\r\n",
+]
+_RESPONSE_HEADS = [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\n\r\n",
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+    b"NOT HTTP\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+]
+
+
+def _outcome(fn, *args):
+    try:
+        ev = fn(*args)
+    except h11.ProtocolError as exc:
+        return ("error", exc.error_status_hint)
+    return (type(ev).__name__, getattr(ev, "status_code", None), getattr(ev, "target", None),
+            list(ev.headers.raw_items()) if hasattr(ev, "headers") else None)
+
+
+@pytest.mark.parametrize("head", _REQUEST_HEADS)
+def test_request_reader_agrees_with_h11_connection(head):
+    from splicer.http import h1
+    assert _outcome(h1._request_event, head) == _outcome(h1._request_event_public, head)
+
+
+@pytest.mark.parametrize("head", _RESPONSE_HEADS)
+def test_response_reader_agrees_with_h11_connection(head):
+    from splicer.http import h1
+    assert _outcome(h1._response_event, head, b"GET") == _outcome(h1._response_event_public, head, b"GET")
