@@ -49,6 +49,31 @@ def worker_cpus(config: Config, number: int) -> set[int]:
     return {allowed[(number - 1) % len(allowed)]}
 
 
+def fds_needed(config: Config) -> int:
+    """File descriptors one worker may need (haproxy computes `ulimit-n` the same way): two
+    per connection (client and server side), two per pipe of the engine's pool and of the
+    loop's fallback pool (a quarter of its size), the listeners, and some spare."""
+    g = config.global_
+    maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
+    return 2 * g.maxconn + 2 * (maxpipes + maxpipes // 4) + sum(len(f.binds) for f in config.frontends) + 64
+
+
+def raise_fd_limit(config: Config) -> None:
+    """Raise the soft RLIMIT_NOFILE towards fds_needed(), up to the hard limit (as haproxy
+    does at start-up); warn when the hard limit is too low for `maxconn`."""
+    import resource
+
+    want = fds_needed(config)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= want:
+        return
+    new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+    if new < want:
+        log.warning("maxconn %d needs %d file descriptors but the hard limit is %d",
+                    config.global_.maxconn, want, hard)
+
+
 def worker_count(config: Config) -> int:
     """`nbthread`, or the number of CPUs this process may run on (haproxy's default)."""
     return config.global_.nbthread or len(os.sched_getaffinity(0))
@@ -139,6 +164,7 @@ class Master:
     def run(self) -> int:
         """Start the workers and supervise them until SIGTERM/SIGINT; returns the exit status."""
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        raise_fd_limit(self.config)
         try:
             for number in range(1, self.count + 1):
                 worker_cpus(self.config, number)  # fail here, once, on a bad cpu-map

@@ -182,7 +182,8 @@ class Proxy:
         self.active = 0
         self.tasks: set[asyncio.Task] = set()
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
-        self.pool = PipePool(g.pipesize or 0, maxpipes)
+        # the loop's own pool only serves transfers the engine could not take: a quarter
+        self.pool = PipePool(g.pipesize or 0, max(maxpipes // 4, 1))
         self.engine = Engine(loop, cpu, g.pipesize or 0, maxpipes, maxjobs=2 * g.maxconn + 64)
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}
