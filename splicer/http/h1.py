@@ -139,6 +139,50 @@ def _response_event(head: bytes, method: bytes):
     return h11.NEED_DATA if ev is None else ev
 
 
+_BARE_LF = re.compile(rb"(?<!\r)\n")
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+def strict_syntax_error(head: bytes) -> str | None:
+    """The first line-level violation in a head, or None (RFC 9112 sections 2.2 and 5.2).
+
+    splicer takes the strict option the RFC allows everywhere: every line ends with CRLF (a
+    bare LF is refused, not accepted as a line end), a bare CR or a NUL anywhere is refused,
+    and obs-fold (a field line continued on the next line starting with SP or HTAB) is
+    refused. h11 alone would accept bare LF and unfold obs-fold.
+    """
+    if b"\x00" in head:
+        return "NUL byte in head"
+    if _BARE_LF.search(head):
+        return "bare LF line ending (CRLF required)"
+    if _BARE_CR.search(head):
+        return "bare CR in head"
+    if b"\r\n " in head or b"\r\n\t" in head:
+        return "obsolete line folding (obs-fold)"
+    return None
+
+
+def _request_transfer_coding_error(head: bytes) -> HeadError | None:
+    """Transfer-Encoding of a request, checked on the raw lines before h11 sees them.
+
+    RFC 9112 section 6.3 rule 4: a final coding other than chunked -> 400; chunked more
+    than once -> 400 (section 6.1: a sender must not apply it twice); other codings before
+    a final chunked -> 501 (RFC 9112 section 6.1, a coding splicer cannot re-frame).
+    """
+    codings: list[bytes] = []
+    for line in head.split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep and name.lower() == b"transfer-encoding":
+            codings += [t.strip().lower() for t in value.split(b",") if t.strip()]
+    if not codings:
+        return None
+    if codings[-1] != b"chunked" or codings.count(b"chunked") != 1:
+        return HeadError("Transfer-Encoding: chunked is not the final coding, once", 400)
+    if len(codings) != 1:
+        return HeadError("only the chunked transfer coding is supported", 501)
+    return None
+
+
 def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     """Parse one request head (request line + fields + empty line).
 
@@ -154,6 +198,12 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
             Transfer-Encoding other than chunked (501), invalid framing (400), an HTTP
             version other than 1.0/1.1 (505), a bad request-target or CONNECT (400/405).
     """
+    bad = strict_syntax_error(head)
+    if bad is not None:
+        raise HeadError(bad, 400)
+    te_error = _request_transfer_coding_error(head)
+    if te_error is not None:
+        raise te_error
     try:
         ev = _request_event(head)
     except h11.ProtocolError as exc:
@@ -229,6 +279,9 @@ def parse_response(head: bytes, method: bytes) -> ResponseHead:
     Raises:
         HeadError: unparseable or invalidly framed response (502).
     """
+    bad = strict_syntax_error(head)
+    if bad is not None:
+        raise HeadError(f"invalid response from server: {bad}", 502)
     try:
         ev = _response_event(head, method)
     except h11.ProtocolError as exc:

@@ -65,8 +65,14 @@ def test_bad_request_is_not_forwarded(proxy):
 
 
 def test_unsupported_transfer_coding_gets_501(proxy):
-    resp = exchange(proxy.port, b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n")
+    resp = exchange(proxy.port, b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
     assert status_of(resp) == 501
+
+
+def test_final_transfer_coding_not_chunked_gets_400(proxy):
+    # RFC 9112 section 6.3 rule 4: the body length cannot be determined
+    resp = exchange(proxy.port, b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n")
+    assert status_of(resp) == 400
 
 
 def test_oversized_head_gets_431(proxy):

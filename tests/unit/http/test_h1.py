@@ -171,10 +171,49 @@ def test_non_decimal_content_length_rejected_400():
     assert head_error(parse_request, req(b"Host: x", b"Content-Length: 0x5")).status == 400
 
 
-@pytest.mark.parametrize("te", [b"gzip", b"gzip, chunked", b"chunked, gzip", b"identity"])
-def test_te_not_chunked_rejected_501(te):
+@pytest.mark.parametrize("te", [b"gzip", b"chunked, gzip", b"identity", b"xchunked", b"chunked, chunked",
+                                b"chunked;q=1", b"\"chunked\""])
+def test_request_te_whose_final_coding_is_not_chunked_once_rejected_400(te):
+    # RFC 9112 section 6.3 rule 4
+    e = head_error(parse_request, req(b"Host: x", b"Transfer-Encoding: " + te, start=b"POST / HTTP/1.1"))
+    assert e.status == 400
+
+
+@pytest.mark.parametrize("te", [b"gzip, chunked", b"identity, chunked"])
+def test_request_te_with_other_codings_before_chunked_rejected_501(te):
     e = head_error(parse_request, req(b"Host: x", b"Transfer-Encoding: " + te, start=b"POST / HTTP/1.1"))
     assert e.status == 501
+
+
+@pytest.mark.parametrize("te", [b"chunked", b"Chunked", b"CHUNKED", b" chunked "])
+def test_request_te_chunked_in_any_case_or_list_form_accepted(te):
+    r = parse_request(req(b"Host: x", b"Transfer-Encoding: " + te, start=b"POST / HTTP/1.1"))
+    assert r.framing == Framing(BodyKind.CHUNKED)
+
+
+def test_te_split_over_two_lines_is_one_list():
+    e = head_error(parse_request, req(b"Host: x", b"Transfer-Encoding: chunked", b"Transfer-Encoding: gzip",
+                                      start=b"POST / HTTP/1.1"))
+    assert e.status == 400
+
+
+@pytest.mark.parametrize("head, why", [
+    (b"GET / HTTP/1.1\nHost: a\n\n", "bare LF"),
+    (b"GET / HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", "bare LF"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", "bare CR"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n", "NUL"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", "obs-fold"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", "obs-fold"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX : a\r\n\r\n", "illegal header line"),
+])
+def test_strict_line_syntax_rejected_400(head, why):
+    e = head_error(parse_request, head)
+    assert e.status == 400
+    assert why.split()[0].lower() in str(e).lower() or why == "illegal header line"
+
+
+def test_response_with_bare_lf_is_502():
+    assert head_error(parse_response, b"HTTP/1.1 200 OK\nContent-Length: 0\n\n", b"GET").status == 502
 
 
 def test_http10_request_with_transfer_encoding_rejected_400():
