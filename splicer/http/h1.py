@@ -67,6 +67,8 @@ class RequestHead:
         keep_alive: the client allows the connection to persist after this exchange
             (RFC 9112 section 9.3: 1.1 unless "close"; 1.0 only with "keep-alive").
         expect_continue: the request carries Expect: 100-continue.
+        upgrade: the Upgrade field value when the client asks to switch protocols
+            (RFC 9110 section 7.8: GET, HTTP/1.1, "upgrade" listed in Connection), else None.
     """
 
     method: bytes
@@ -76,6 +78,7 @@ class RequestHead:
     framing: Framing
     keep_alive: bool
     expect_continue: bool = False
+    upgrade: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -225,8 +228,11 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
         raise HeadError(str(exc), exc.status) from None
     conn_tokens = hdr.tokens(fields, b"connection")
     expect = any(v.lower().strip() == b"100-continue" for n, v in fields if n.lower() == b"expect")
+    upgrade = None
+    if b"upgrade" in conn_tokens and ev.http_version == b"1.1" and ev.method == b"GET":
+        upgrade = b", ".join(v.strip() for n, v in fields if n.lower() == b"upgrade") or None
     return RequestHead(ev.method, target, ev.http_version, fields, framing,
-                       _persistent(ev.http_version, conn_tokens), expect)
+                       _persistent(ev.http_version, conn_tokens), expect, upgrade)
 
 
 def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[bytes, hdr.Headers]:
@@ -266,12 +272,14 @@ def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[
     return path, fields
 
 
-def parse_response(head: bytes, method: bytes) -> ResponseHead:
+def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
     """Parse one response head received for a request with `method`.
 
     Args:
         head: exactly the head's bytes.
         method: the request's method (a response to HEAD has no body).
+        upgrade_requested: the request asked to switch protocols (RequestHead.upgrade); a
+            101 is refused otherwise (RFC 9110 section 15.2.2: only in answer to Upgrade).
 
     Returns:
         ResponseHead (status < 200 for an interim 1xx response).
@@ -288,8 +296,7 @@ def parse_response(head: bytes, method: bytes) -> ResponseHead:
         raise HeadError(f"invalid response from server: {exc}", 502) from None
     if not isinstance(ev, (h11.Response, h11.InformationalResponse)):
         raise HeadError("incomplete response head", 502)
-    if ev.status_code == 101:
-        # splicer does not forward Upgrade (hop-by-hop), so a 101 is never solicited
+    if ev.status_code == 101 and not upgrade_requested:
         raise HeadError("unsolicited 101 Switching Protocols", 502)
     fields = list(ev.headers.raw_items())
     try:
@@ -313,6 +320,9 @@ def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
         field); the framing fields are written from req.framing (headers.set_framing).
     """
     fields = hdr.set_framing(hdr.strip_hop_by_hop(req.headers), req.framing.kind.value, req.framing.length)
+    if req.upgrade is not None:
+        # Upgrade is hop-by-hop, but this hop passes the request to switch on, as asked
+        fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
     if client_ip is not None:
         fields = hdr.append_forwarded_for(fields, client_ip)
     return hdr.serialize(b"%s %s HTTP/1.1" % (req.method, req.target), fields)
@@ -336,7 +346,10 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
     if kind == "chunked" and client_version == b"1.0":
         kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
     fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
-    if resp.status >= 200:
+    if resp.status == 101:
+        upgrade = b", ".join(v.strip() for n, v in resp.headers if n.lower() == b"upgrade")
+        fields += [(b"Connection", b"upgrade")] + ([(b"Upgrade", upgrade)] if upgrade else [])
+    elif resp.status >= 200:
         if not keep_alive:
             fields.append((b"Connection", b"close"))
         elif client_version == b"1.0":

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 from splicer.errors import NoServerAvailable
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind
-from splicer.http.h1 import (HeadError, RequestHead, find_head_end, forward_request_head,
+from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
                              forward_response_head, parse_request, parse_response)
 from splicer.runtime import io
 from splicer.runtime.backend import Lease
 from splicer.runtime.transfer import End, Result, Side
+from splicer.runtime.tunnel import run_tunnel
 
 if TYPE_CHECKING:
     from splicer.runtime.proxy import FrontendRT
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("splicer")
 
 _RETRY = object()  # the reused server connection died before any response byte: retry
+
+IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+"""Methods whose request may be sent again (RFC 9110 section 9.2.2)."""
 
 
 class HttpSession:
@@ -142,10 +146,11 @@ class HttpSession:
     async def _forward(self, req: RequestHead) -> bool:
         fe, be = self.fe, self.be
         out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None)
-        has_body = req.framing.kind is not BodyKind.NONE
-        # a request with a body is never sent on a reused connection: if the server had
-        # closed it meanwhile, the body could not be replayed
-        allow_reuse = not has_body
+        # Only an idempotent request without a body goes on a reused connection: if the server
+        # closed that connection meanwhile, such a request alone may be sent again (RFC 9110
+        # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
+        allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
+                       and req.upgrade is None)
         while True:
             try:
                 lease = await be.acquire(allow_reuse=allow_reuse)
@@ -209,6 +214,9 @@ class HttpSession:
                 await self._reply_error(status)
             return False, False
 
+        if resp.status == 101:
+            return await self._switch_protocols(req, resp, lease, body_task)
+
         # the final response
         fr = resp.framing
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
@@ -252,6 +260,32 @@ class HttpSession:
             elif body_task.result().end is not End.DONE:
                 ok = False
         return ok and cli_keep, ok and srv_reuse
+
+    async def _switch_protocols(self, req: RequestHead, resp: ResponseHead, lease: Lease,
+                                body_task) -> tuple[object, bool]:
+        """101 to an Upgrade request: relay the 101, then tunnel both ways until both sides
+        closed (haproxy's tunnel mode; `timeout tunnel` is the idle limit). Only now, once the
+        server agreed, does the connection stop being HTTP (case 012)."""
+        if body_task is not None and not body_task.done():
+            return False, False  # a body still being sent cannot turn into tunnel bytes
+        head = forward_response_head(resp, req.version, True)
+        try:
+            await io.send_all(self.loop, self.sock, head, self.t_client)
+        except (OSError, TimeoutError):
+            return False, False
+        self.fe.counters.bout += len(head)
+        for c in (self.fe.counters, self.be.counters, lease.server.counters):
+            c.count_status(101)
+        t_be = self.be.model.timeouts
+        idle = t_be.tunnel
+        if idle is None:
+            known = [t for t in (self.t_client, self.t_server) if t is not None]
+            idle = max(known) if known else None
+        up, down = await run_tunnel(self.fe.mover, self.sock, lease.sock, idle,
+                                    self.fe.splice_request, self.fe.splice_response)
+        self._account(up, False, lease.server)
+        self._account(down, True, lease.server)
+        return False, False
 
     def _abort_client(self, reset: bool) -> None:
         """End the client connection now: a FIN after the bytes already sent, or a reset
@@ -331,15 +365,12 @@ class HttpSession:
                 self.be.counters.eresp += 1
                 return None, 502
             try:
-                resp = parse_response(head, req.method)
+                resp = parse_response(head, req.method, req.upgrade is not None)
             except HeadError as exc:
                 self.be.counters.eresp += 1
                 return None, exc.status
-            if resp.status >= 200:
+            if resp.status >= 200 or resp.status == 101:
                 return resp, 0
-            if resp.status == 101:
-                self.be.counters.eresp += 1  # Upgrade is not forwarded, so 101 is unsolicited
-                return None, 502
             if req.version == b"1.0":
                 continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
             try:

@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -79,3 +80,67 @@ backend farm
 {extra_backend}
 {srv}
 """
+
+
+def recv_all(s: socket.socket) -> bytes:
+    out = b""
+    try:
+        while chunk := s.recv(65536):
+            out += chunk
+    except ConnectionResetError:
+        out += b"<RST>"
+    return out
+
+
+def read_response(s: socket.socket) -> tuple[bytes, bytes]:
+    """One response with a Content-Length: (head, body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, "closed before the end of the head"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        chunk = s.recv(65536)
+        assert chunk, "closed before the end of the body"
+        body += chunk
+    return head, body
+
+
+class ScriptedOrigin:
+    """An origin that reads one request head, then runs `script(conn)`; one thread per connection."""
+
+    def __init__(self, script) -> None:
+        self.script = script
+        self.port = free_port()
+        self.lsock = socket.create_server(("127.0.0.1", self.port))
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._conn, args=(c,), daemon=True).start()
+
+    def _conn(self, c: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = c.recv(65536)
+            if not chunk:
+                c.close()
+                return
+            data += chunk
+        self.requests.append(data)
+        try:
+            self.script(c)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self) -> None:
+        self.lsock.close()

@@ -510,3 +510,31 @@ def test_request_reader_agrees_with_h11_connection(head):
 def test_response_reader_agrees_with_h11_connection(head):
     from splicer.http import h1
     assert _outcome(h1._response_event, head, b"GET") == _outcome(h1._response_event_public, head, b"GET")
+
+
+# --- Upgrade (RFC 9110 section 7.8) ----------------------------------------------------------
+
+def test_upgrade_request_keeps_upgrade_when_forwarded():
+    r = parse_request(b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n")
+    assert r.upgrade == b"websocket"
+    assert forward_request_head(r, None) == (
+        b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n")
+
+
+@pytest.mark.parametrize("head", [
+    b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n",                      # not in Connection
+    b"POST /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",  # not GET
+    b"GET /ws HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",          # not 1.1
+])
+def test_upgrade_only_for_a_proper_request(head):
+    r = parse_request(head)
+    assert r.upgrade is None
+    assert b"upgrade" not in forward_request_head(r, None).lower()
+
+
+def test_101_accepted_only_when_upgrade_was_requested():
+    head = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    assert head_error(parse_response, head, b"GET").status == 502
+    r = parse_response(head, b"GET", upgrade_requested=True)
+    assert forward_response_head(r, b"1.1", True) == (
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n")
