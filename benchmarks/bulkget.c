@@ -1,0 +1,422 @@
+/*
+ * bulkget: a keep-alive HTTP/1.1 GET load generator for large bodies (splicer benchmarks).
+ *
+ * Opens CONNS connections to HOST:PORT and, on each, sends "GET PATH" again as soon as the
+ * previous response has been read in full, until DURATION seconds have passed. Requests in
+ * flight at that moment are completed (so every counted body is whole and the elapsed time
+ * matches the bytes), unless they need more than TAIL further seconds: those are abandoned
+ * and counted as "unfinished". Response bodies are never copied to user space:
+ * recv(MSG_TRUNC) on a TCP socket drops the queued bytes inside the kernel.
+ *
+ * Prints one JSON object on stdout: bytes, requests, elapsed seconds and error counts.
+ *
+ * Usage: bulkget HOST PORT PATH CONNS DURATION [TAIL] [close]
+ *   HOST      IPv4 address (e.g. 127.0.0.1)
+ *   DURATION  seconds (fractional allowed) during which new requests are started
+ *   TAIL      extra seconds allowed to finish the requests in flight (default 60)
+ *   close     send "Connection: close" and open a new connection per request
+ *
+ * Exit status: 0 when every response was a complete 200, 1 when any error was counted,
+ * 2 on usage or setup errors.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HEAD_MAX 16384
+#define RECV_CHUNK (1LL << 30)
+
+enum state { ST_IDLE, ST_HEAD, ST_BODY };
+
+struct conn {
+    int fd;
+    enum state state;
+    int want_out;              /* EPOLLOUT registered (request not fully written) */
+    size_t sent;               /* bytes of the request written so far */
+    size_t head_len;           /* bytes in head[] */
+    long long remaining;       /* body bytes still expected */
+    int status;
+    int server_close;          /* response carried Connection: close */
+    char head[HEAD_MAX + 1];
+};
+
+struct counters {
+    long long requests;        /* complete responses */
+    long long ok;              /* complete 200 responses */
+    long long body_bytes;      /* body bytes received (of complete and incomplete bodies) */
+    long long head_bytes;      /* response head bytes received */
+    long long bad_status;      /* complete responses with a status other than 200 */
+    long long short_bodies;    /* connection ended before Content-Length bytes arrived */
+    long long bad_heads;       /* unparseable head, no Content-Length, head too large */
+    long long conn_errors;     /* connect/send/recv failures, close before any response */
+    long long connects;        /* connections opened */
+    long long unfinished;      /* responses abandoned after DURATION + TAIL */
+};
+
+static struct sockaddr_in addr;
+static char request[1024];
+static size_t request_len;
+static int epfd;
+static int want_close;
+static int stopping;
+static struct counters ct;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void set_events(struct conn *c, int out)
+{
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN | (out ? EPOLLOUT : 0);
+    ev.data.ptr = c;
+    epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->want_out = out;
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+    }
+    c->fd = -1;
+    c->state = ST_IDLE;
+    c->want_out = 0;
+}
+
+/* Write what remains of the request. Returns 0 when written or blocked, -1 on error. */
+static int conn_send(struct conn *c)
+{
+    while (c->sent < request_len) {
+        ssize_t n = send(c->fd, request + c->sent, request_len - c->sent, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!c->want_out)
+                    set_events(c, 1);
+                return 0;
+            }
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        c->sent += (size_t)n;
+    }
+    if (c->want_out)
+        set_events(c, 0);
+    return 0;
+}
+
+static int conn_start_request(struct conn *c)
+{
+    c->state = ST_HEAD;
+    c->sent = 0;
+    c->head_len = 0;
+    c->remaining = 0;
+    c->status = 0;
+    c->server_close = 0;
+    return conn_send(c);
+}
+
+/* Connect and send the first request. Returns -1 (and leaves c idle) on failure. */
+static int conn_open(struct conn *c)
+{
+    int one = 1;
+    struct epoll_event ev;
+
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -1;
+    /* A blocking connect: on loopback it completes (or is refused) at once. */
+    if (connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+        goto fail;
+    ct.connects++;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0)
+        goto fail;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.ptr = c;
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+        goto fail;
+    c->want_out = 0;
+    if (conn_start_request(c) < 0) {
+        conn_close(c);
+        return -1;
+    }
+    return 0;
+fail:
+    close(c->fd);
+    c->fd = -1;
+    c->state = ST_IDLE;
+    return -1;
+}
+
+/* A connection failed or ended: count it and close it (it is reopened by the main loop). */
+static void conn_fail(struct conn *c, long long *counter)
+{
+    (*counter)++;
+    conn_close(c);
+}
+
+/* The response on c is complete: count it, then reuse, reopen or retire the connection. */
+static void conn_done(struct conn *c)
+{
+    ct.requests++;
+    if (c->status == 200)
+        ct.ok++;
+    else
+        ct.bad_status++;
+    if (want_close || c->server_close || stopping) {
+        conn_close(c);  /* reopened by the main loop unless stopping */
+        return;
+    }
+    if (conn_start_request(c) < 0)
+        conn_fail(c, &ct.conn_errors);
+}
+
+/* Value of a header line "Name: value" if its name is `name`, else NULL. */
+static const char *header_value(const char *line, const char *eol, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p;
+    if ((size_t)(eol - line) <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
+        return NULL;
+    p = line + n + 1;
+    while (p < eol && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Parse the head in c->head[0..end). Returns 0, or -1 when it cannot be used. */
+static int parse_head(struct conn *c, size_t end)
+{
+    const char *p = c->head, *stop = c->head + end, *eol;
+    long long cl = -1;
+
+    if (end < 12 || strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+        return -1;
+    c->status = atoi(p + 9);
+    eol = strstr(p, "\r\n");
+    while (eol && eol + 2 < stop) {
+        const char *line = eol + 2, *v;
+        eol = strstr(line, "\r\n");
+        if (!eol || eol == line)
+            break;
+        if ((v = header_value(line, eol, "Content-Length")) != NULL) {
+            char *e;
+            cl = strtoll(v, &e, 10);
+            if (e == v || cl < 0)
+                return -1;
+        } else if ((v = header_value(line, eol, "Connection")) != NULL) {
+            char val[128];
+            size_t len = (size_t)(eol - v) < sizeof(val) - 1 ? (size_t)(eol - v) : sizeof(val) - 1;
+            memcpy(val, v, len);
+            val[len] = 0;
+            if (strcasestr(val, "close"))
+                c->server_close = 1;
+        }
+    }
+    if (cl < 0)
+        return -1;
+    c->remaining = cl;
+    return 0;
+}
+
+static void on_readable(struct conn *c)
+{
+    if (c->state == ST_HEAD) {
+        ssize_t n;
+        char *end;
+        size_t head_end, extra;
+
+        n = recv(c->fd, c->head + c->head_len, HEAD_MAX - c->head_len, 0);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return;
+            conn_fail(c, &ct.conn_errors);
+            return;
+        }
+        if (n == 0) {  /* closed before (the whole of) a response head */
+            conn_fail(c, &ct.conn_errors);
+            return;
+        }
+        c->head_len += (size_t)n;
+        c->head[c->head_len] = 0;
+        end = strstr(c->head, "\r\n\r\n");
+        if (!end) {
+            if (c->head_len >= HEAD_MAX)
+                conn_fail(c, &ct.bad_heads);
+            return;
+        }
+        head_end = (size_t)(end - c->head) + 4;
+        if (parse_head(c, head_end) < 0) {
+            conn_fail(c, &ct.bad_heads);
+            return;
+        }
+        ct.head_bytes += (long long)head_end;
+        extra = c->head_len - head_end;
+        if ((long long)extra > c->remaining) {  /* bytes past the body: not expected */
+            conn_fail(c, &ct.bad_heads);
+            return;
+        }
+        ct.body_bytes += (long long)extra;
+        c->remaining -= (long long)extra;
+        c->state = ST_BODY;
+        if (c->remaining == 0) {
+            conn_done(c);
+            return;
+        }
+    }
+    /* ST_BODY: discard the queued body bytes in the kernel, never more than remain. */
+    while (c->remaining > 0) {
+        size_t want = (size_t)(c->remaining < RECV_CHUNK ? c->remaining : RECV_CHUNK);
+        ssize_t n = recv(c->fd, NULL, want, MSG_TRUNC | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EINTR)
+                continue;
+            conn_fail(c, &ct.short_bodies);
+            return;
+        }
+        if (n == 0) {
+            conn_fail(c, &ct.short_bodies);
+            return;
+        }
+        ct.body_bytes += n;
+        c->remaining -= n;
+    }
+    conn_done(c);
+}
+
+int main(int argc, char **argv)
+{
+    int nconns, i, port;
+    double duration, tail = 60.0, t0, deadline, hard_deadline, t_end;
+    struct conn *conns;
+    struct epoll_event evs[256];
+
+    if (argc < 6 || argc > 8) {
+        fprintf(stderr, "usage: %s HOST PORT PATH CONNS DURATION [TAIL] [close]\n", argv[0]);
+        return 2;
+    }
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    port = atoi(argv[2]);
+    addr.sin_port = htons((unsigned short)port);
+    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1 || port <= 0 || port > 65535) {
+        fprintf(stderr, "bulkget: bad address %s:%s\n", argv[1], argv[2]);
+        return 2;
+    }
+    nconns = atoi(argv[4]);
+    duration = atof(argv[5]);
+    if (argc >= 7)
+        tail = atof(argv[6]);
+    if (argc == 8) {
+        if (strcmp(argv[7], "close") != 0) {
+            fprintf(stderr, "bulkget: the last argument can only be 'close'\n");
+            return 2;
+        }
+        want_close = 1;
+    }
+    if (nconns <= 0 || nconns > 10000 || duration <= 0 || tail < 0) {
+        fprintf(stderr, "bulkget: bad CONNS, DURATION or TAIL\n");
+        return 2;
+    }
+    request_len = (size_t)snprintf(request, sizeof(request),
+                                   "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: bulkget\r\n"
+                                   "Accept: */*\r\n%s\r\n",
+                                   argv[3], argv[1], port, want_close ? "Connection: close\r\n" : "");
+    if (request_len >= sizeof(request)) {
+        fprintf(stderr, "bulkget: path too long\n");
+        return 2;
+    }
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    conns = calloc((size_t)nconns, sizeof(*conns));
+    if (epfd < 0 || !conns) {
+        perror("bulkget");
+        return 2;
+    }
+    for (i = 0; i < nconns; i++) {
+        conns[i].fd = -1;
+        conns[i].state = ST_IDLE;
+    }
+
+    t0 = now_s();
+    deadline = t0 + duration;
+    hard_deadline = deadline + tail;
+    for (;;) {
+        double t = now_s();
+        int active = 0, idle = 0, n;
+
+        if (!stopping && t >= deadline)
+            stopping = 1;
+        if (t >= hard_deadline)
+            break;
+        for (i = 0; i < nconns; i++) {
+            struct conn *c = &conns[i];
+            if (c->fd < 0 && !stopping) {
+                if (conn_open(c) < 0)
+                    ct.conn_errors++;
+            }
+            if (c->fd >= 0)
+                active++;
+            else
+                idle++;
+        }
+        if (stopping && active == 0)
+            break;
+        n = epoll_wait(epfd, evs, 256, idle && !stopping ? 10 : 50);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("bulkget: epoll_wait");
+            return 2;
+        }
+        for (i = 0; i < n; i++) {
+            struct conn *c = evs[i].data.ptr;
+            if (c->fd < 0)
+                continue;
+            if ((evs[i].events & EPOLLOUT) && c->state == ST_HEAD && c->sent < request_len) {
+                if (conn_send(c) < 0) {
+                    conn_fail(c, &ct.conn_errors);
+                    continue;
+                }
+            }
+            if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                on_readable(c);
+        }
+    }
+    t_end = now_s();
+    for (i = 0; i < nconns; i++) {
+        if (conns[i].fd >= 0) {
+            if (conns[i].state != ST_IDLE)
+                ct.unfinished++;
+            conn_close(&conns[i]);
+        }
+    }
+    printf("{\"conns\": %d, \"duration\": %.3f, \"elapsed\": %.6f, \"requests\": %lld, \"ok\": %lld, "
+           "\"body_bytes\": %lld, \"head_bytes\": %lld, \"bad_status\": %lld, \"short_bodies\": %lld, "
+           "\"bad_heads\": %lld, \"conn_errors\": %lld, \"connects\": %lld, \"unfinished\": %lld}\n",
+           nconns, duration, t_end - t0, ct.requests, ct.ok, ct.body_bytes, ct.head_bytes,
+           ct.bad_status, ct.short_bodies, ct.bad_heads, ct.conn_errors, ct.connects, ct.unfinished);
+    free(conns);
+    close(epfd);
+    return (ct.bad_status || ct.short_bodies || ct.bad_heads || ct.conn_errors || ct.unfinished) ? 1 : 0;
+}
