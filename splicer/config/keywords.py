@@ -635,6 +635,38 @@ def _parse_forwardfor(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("forwardfor", True)
 
 
+ERRORFILE_CODES = (200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)
+"""Status codes `errorfile` may replace (haproxy's list)."""
+ERRORFILE_MAX = 16384
+"""Largest errorfile accepted, bytes (haproxy: it must fit in a buffer)."""
+
+
+def _parse_errorfile(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``errorfile <code> <file>``: key ``errorfile.<code>``, the file's bytes. The
+    file holds a whole HTTP response (status line, fields, body) sent as-is; a relative path
+    is taken from the configuration file's directory."""
+    _need(args, 2, "'errorfile' expects a status code and a file name")
+    _no_extra("errorfile", args, 2)
+    code = parse_int(args[0], "errorfile", 100, 599)
+    if code not in ERRORFILE_CODES:
+        raise ArgError(f"'errorfile': status code {code} cannot be replaced (codes: "
+                       + ", ".join(map(str, ERRORFILE_CODES)) + ")")
+    import os
+
+    path = args[1] if os.path.isabs(args[1]) else os.path.join(os.path.dirname(ctx.file) or ".", args[1])
+    try:
+        with open(path, "rb") as f:
+            data = f.read(ERRORFILE_MAX + 1)
+    except OSError as exc:
+        raise ArgError(f"'errorfile {code}': cannot read '{args[1]}': {exc.strerror}") from None
+    if len(data) > ERRORFILE_MAX:
+        raise ArgError(f"'errorfile {code}': '{args[1]}' is larger than {ERRORFILE_MAX} bytes")
+    if not data.startswith((b"HTTP/1.0 ", b"HTTP/1.1 ")) or b"\r\n\r\n" not in data:
+        raise ArgError(f"'errorfile {code}': '{args[1]}' is not an HTTP response "
+                       "(status line, fields, empty line, body; CRLF line endings)")
+    ctx.set(f"errorfile.{code}", data)
+
+
 OPTIONS: dict[str, Keyword] = {
     "forwardfor": Keyword("option forwardfor", PROXIES, _parse_forwardfor,
                           doc_ref("option forwardfor")),
@@ -648,6 +680,11 @@ OPTIONS: dict[str, Keyword] = {
                                doc_ref("option splice-response"), negatable=True),
     "redispatch": Keyword("option redispatch", BACK, _flag("redispatch", "redispatch"),
                           doc_ref("option redispatch"), negatable=True),
+    "http-buffer-request": Keyword("option http-buffer-request", PROXIES,
+                                   _flag("http-buffer-request", "http_buffer_request"),
+                                   doc_ref("option http-buffer-request"), negatable=True),
+    "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
+                            doc_ref("option abortonclose"), negatable=True),
     # Keep-alive is splicer's only HTTP connection mode, as it is haproxy's default one, so
     # the option (and its negation, which in haproxy falls back to that default) sets nothing.
     "http-keep-alive": Keyword("option http-keep-alive", PROXIES,
@@ -657,10 +694,10 @@ OPTIONS: dict[str, Keyword] = {
 """``option X`` sub-keywords."""
 
 HAPROXY_OPTIONS = frozenset({
-    "abortonclose", "accept-invalid-http-request", "accept-invalid-http-response",
+    "accept-invalid-http-request", "accept-invalid-http-response",
     "allbackups", "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
     "external-check", "forwarded", "h1-case-adjust-bogus-client",
-    "h1-case-adjust-bogus-server", "http-buffer-request", "http-ignore-probes",
+    "h1-case-adjust-bogus-server", "http-ignore-probes",
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
     "http-server-close", "http-use-proxy-header", "httpchk", "httpclose", "httplog",
     "httpslog", "independent-streams", "ldap-check", "log-health-checks",
@@ -729,6 +766,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("balance", BACK, _parse_balance),
     _kw("server", BACK_ONLY, _parse_server),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
+    _kw("errorfile", PROXIES, _parse_errorfile),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
     _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
 )

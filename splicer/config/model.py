@@ -91,6 +91,8 @@ class Frontend:
         maxconn: max concurrent client connections on this frontend (haproxy default 0 = global).
         forwardfor: `option forwardfor` set here or in the defaults it inherits.
         splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
+        http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
+        errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
     """
 
@@ -103,6 +105,8 @@ class Frontend:
     splice_request: bool = False
     splice_response: bool = False
     splice_auto: bool = False
+    http_buffer_request: bool = False
+    errorfiles: tuple[tuple[int, bytes], ...] = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0
@@ -117,6 +121,10 @@ class Backend:
         servers: in file order.
         retries: connection attempts after the first on a failed connect (haproxy `retries`, default 3).
         redispatch: `option redispatch`: a retry may go to another server.
+        http_buffer_request: `option http-buffer-request`.
+        abortonclose: `option abortonclose`: a request whose client has closed is not sent.
+        errorfiles: (status, whole HTTP response) pairs from `errorfile`; they win over the
+            frontend's.
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
     """
 
@@ -130,6 +138,9 @@ class Backend:
     splice_auto: bool = False
     retries: int = 3
     redispatch: bool = False
+    http_buffer_request: bool = False
+    abortonclose: bool = False
+    errorfiles: tuple[tuple[int, bytes], ...] = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0

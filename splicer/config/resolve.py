@@ -181,6 +181,12 @@ def _global(raw: RawConfig) -> Global:
     return Global(**values)  # type: ignore[arg-type]
 
 
+def _errorfiles(settings: dict[str, Entry]) -> tuple[tuple[int, bytes], ...]:
+    """`errorfile` settings (key ``errorfile.<code>``) as sorted (code, response) pairs."""
+    return tuple(sorted((int(k.split(".", 1)[1]), e.value) for k, e in settings.items()  # type: ignore[misc]
+                        if k.startswith("errorfile.")))
+
+
 def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None) -> Frontend:
     binds: list[Bind] = []
     for entry in section.entries:
@@ -200,6 +206,8 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         splice_request=bool(_value(settings, "splice_request", False)),
         splice_response=bool(_value(settings, "splice_response", False)),
         splice_auto=bool(_value(settings, "splice_auto", False)),
+        http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
+        errorfiles=_errorfiles(settings),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _FRONT_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,
@@ -220,6 +228,9 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         splice_auto=bool(_value(settings, "splice_auto", False)),
         retries=int(_value(settings, "retries", 3)),  # type: ignore[arg-type]
         redispatch=bool(_value(settings, "redispatch", False)),
+        http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
+        abortonclose=bool(_value(settings, "abortonclose", False)),
+        errorfiles=_errorfiles(settings),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,

@@ -64,6 +64,9 @@ class FrontendRT:
         self.maxhdr = g.maxhdr
         self.maxconn = model.maxconn or g.maxconn
         self.forwardfor = model.forwardfor or backend.model.forwardfor
+        self.http_buffer_request = model.http_buffer_request or backend.model.http_buffer_request
+        # `errorfile`: the backend's win over the frontend's
+        self.errorpages = dict(model.errorfiles) | dict(backend.model.errorfiles)
         flags = ((model.splice_request, model.splice_response, model.splice_auto),
                  (backend.model.splice_request, backend.model.splice_response, backend.model.splice_auto))
         self.splice_request = splice_policy(True, *flags)

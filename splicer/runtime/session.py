@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from splicer.errors import NoServerAvailable
 from splicer.http.errorpages import error_response
-from splicer.http.framing import BodyKind
+from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
                              forward_response_head, parse_request, parse_response)
 from splicer.runtime import io
@@ -91,7 +91,7 @@ class HttpSession:
         """Send an error page, then close gracefully: stop writing and drain what the client
         still sends for a moment, so that our close does not reset the answer away."""
         fe = self.fe
-        data = error_response(status)
+        data = self.fe.errorpages.get(status) or error_response(status)
         fe.counters.count_status(status)
         self.be.counters.count_status(status)
         try:
@@ -146,9 +146,43 @@ class HttpSession:
         self.be.counters.req_tot += 1
         return await self._forward(req)
 
+    async def _buffer_body(self, req: RequestHead) -> bytes | None:
+        """`option http-buffer-request`: wait for the body (all of it up to tune.bufsize, else
+        its first tune.bufsize bytes) within `timeout http-request`, before any server is
+        chosen; returns those bytes, or None after answering 408/400 (the session ends)."""
+        want = min(req.framing.length, self.fe.bufsize)
+        fd = self.sock.fileno()
+        deadline = None if self.t_request is None else self.loop.time() + self.t_request
+        got = bytearray()
+        while len(got) < want:
+            try:
+                chunk = self.sock.recv(want - len(got))
+            except (BlockingIOError, InterruptedError):
+                try:
+                    left = None if deadline is None else max(0.0, deadline - self.loop.time())
+                    await io.wait_readable(self.loop, fd, left)
+                except TimeoutError:
+                    self.fe.counters.ereq += 1
+                    await self._reply_error(408)
+                    return None
+                continue
+            except OSError:
+                return None
+            if not chunk:
+                return None  # the client closed before sending its body
+            got += chunk
+        return bytes(got)
+
     async def _forward(self, req: RequestHead) -> bool:
         fe, be = self.fe, self.be
         out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None)
+        if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
+            early = await self._buffer_body(req)
+            if early is None:
+                return False
+            fe.counters.bin += len(early)
+            out_head += early
+            req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
         # Only an idempotent request without a body goes on a reused connection: if the server
         # closed that connection meanwhile, such a request alone may be sent again (RFC 9110
         # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
@@ -188,6 +222,9 @@ class HttpSession:
         """
         loop, be = self.loop, self.be
         srv = Side(lease.sock, self.t_server)
+        if be.model.abortonclose and self._client_gone():
+            self.fe.counters.ereq += 1
+            return False, True  # nothing was sent: the server connection is still clean
         try:
             await io.send_all(loop, lease.sock, out_head, self.t_server)
         except (OSError, TimeoutError):
@@ -302,6 +339,16 @@ class HttpSession:
         self._account(up, False, lease.server)
         self._account(down, True, lease.server)
         return False, False
+
+    def _client_gone(self) -> bool:
+        """True when the client has closed (end of stream or reset pending), without
+        consuming anything (haproxy `option abortonclose`)."""
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
 
     def _abort_client(self, reset: bool) -> None:
         """End the client connection now: a FIN after the bytes already sent, or a reset

@@ -50,12 +50,13 @@ def test_sections_follow_haproxy_matrix():
         "server", "connect", "queue", "tunnel", "check"}
     assert OPTIONS["redispatch"].sections == {"defaults", "listen", "backend"}
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
-        "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive"}
+        "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
+        "http-buffer-request", "abortonclose"}
 
 
 def test_keywords_for_a_section():
     assert keywords_for("backend") == [
-        "balance", "log", "mode", "no", "option", "retries", "server", "timeout"]
+        "balance", "errorfile", "log", "mode", "no", "option", "retries", "server", "timeout"]
     assert keywords_for("global") == [
         "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "nbthread", "pidfile", "stats",
         "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
