@@ -320,6 +320,10 @@ def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
         field); the framing fields are written from req.framing (headers.set_framing).
     """
     fields = hdr.set_framing(hdr.strip_hop_by_hop(req.headers), req.framing.kind.value, req.framing.length)
+    if not any(n.lower() == b"host" for n, _ in fields):
+        # an HTTP/1.0 request may lack Host, but it is forwarded as 1.1, which requires one:
+        # empty, as RFC 9112 section 3.2 says when the target has no authority
+        fields.insert(0, (b"Host", b""))
     if req.upgrade is not None:
         # Upgrade is hop-by-hop, but this hop passes the request to switch on, as asked
         fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
