@@ -635,6 +635,23 @@ def _parse_forwardfor(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("forwardfor", True)
 
 
+FORWARDED_PARAMS = ("proto", "host", "by", "for")
+
+
+def _parse_forwarded(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``option forwarded [proto] [host] [by] [for]``: key ``forwarded``, the tuple of
+    RFC 7239 parameters to send; with no argument, ``for`` alone (as haproxy). The ``*-expr``
+    and ``*_port`` forms are refused."""
+    params: list[str] = []
+    for arg in args:
+        if arg not in FORWARDED_PARAMS:
+            raise ArgError(f"'option forwarded': unsupported argument '{arg}' (supported: "
+                           + ", ".join(FORWARDED_PARAMS) + ")" + did_you_mean(arg, FORWARDED_PARAMS))
+        if arg not in params:
+            params.append(arg)
+    ctx.set("forwarded", tuple(params) if params else ("for",))
+
+
 ERRORFILE_CODES = (200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)
 """Status codes `errorfile` may replace (haproxy's list)."""
 ERRORFILE_MAX = 16384
@@ -670,6 +687,7 @@ def _parse_errorfile(ctx: Context, args: Sequence[str]) -> None:
 OPTIONS: dict[str, Keyword] = {
     "forwardfor": Keyword("option forwardfor", PROXIES, _parse_forwardfor,
                           doc_ref("option forwardfor")),
+    "forwarded": Keyword("option forwarded", BACK, _parse_forwarded, doc_ref("option forwarded")),
     "splice-auto": Keyword("option splice-auto", PROXIES, _flag("splice-auto", "splice_auto"),
                            doc_ref("option splice-auto"), negatable=True),
     "splice-request": Keyword("option splice-request", PROXIES,
@@ -696,7 +714,7 @@ OPTIONS: dict[str, Keyword] = {
 HAPROXY_OPTIONS = frozenset({
     "accept-invalid-http-request", "accept-invalid-http-response",
     "allbackups", "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
-    "external-check", "forwarded", "h1-case-adjust-bogus-client",
+    "external-check", "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server", "http-ignore-probes",
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
     "http-server-close", "http-use-proxy-header", "httpchk", "httpclose", "httplog",

@@ -121,6 +121,8 @@ class Backend:
         servers: in file order.
         retries: connection attempts after the first on a failed connect (haproxy `retries`, default 3).
         redispatch: `option redispatch`: a retry may go to another server.
+        forwarded: RFC 7239 parameters of `option forwarded` ("proto", "host", "by", "for");
+            empty when the option is off.
         http_buffer_request: `option http-buffer-request`.
         abortonclose: `option abortonclose`: a request whose client has closed is not sent.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`; they win over the
@@ -138,6 +140,7 @@ class Backend:
     splice_auto: bool = False
     retries: int = 3
     redispatch: bool = False
+    forwarded: tuple[str, ...] = ()
     http_buffer_request: bool = False
     abortonclose: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()

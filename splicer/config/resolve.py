@@ -228,6 +228,7 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         splice_auto=bool(_value(settings, "splice_auto", False)),
         retries=int(_value(settings, "retries", 3)),  # type: ignore[arg-type]
         redispatch=bool(_value(settings, "redispatch", False)),
+        forwarded=tuple(_value(settings, "forwarded", ())),  # type: ignore[arg-type]
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         abortonclose=bool(_value(settings, "abortonclose", False)),
         errorfiles=_errorfiles(settings),

@@ -307,13 +307,16 @@ def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) 
     return ResponseHead(ev.status_code, ev.reason, ev.http_version, fields, framing, keep)
 
 
-def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
+def forward_request_head(req: RequestHead, client_ip: str | None,
+                         forwarded: tuple[tuple[str, ...], str, str] | None = None) -> bytes:
     """The request head to send to the server: HTTP/1.1, hop-by-hop fields removed.
 
     Args:
         req: the parsed request.
         client_ip: add X-Forwarded-For with it when not None (haproxy `option forwardfor`),
             after hop-by-hop removal so the client cannot strip it via Connection.
+        forwarded: (RFC 7239 parameters, client address, proxy address) to add a Forwarded
+            field (haproxy `option forwarded`), likewise after hop-by-hop removal.
 
     Returns:
         Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
@@ -329,6 +332,10 @@ def forward_request_head(req: RequestHead, client_ip: str | None) -> bytes:
         fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
     if client_ip is not None:
         fields = hdr.append_forwarded_for(fields, client_ip)
+    if forwarded is not None:
+        params, for_ip, by_ip = forwarded
+        host = next((v for n, v in fields if n.lower() == b"host"), None)
+        fields = hdr.append_forwarded(fields, params, for_ip, by_ip, host)
     return hdr.serialize(b"%s %s HTTP/1.1" % (req.method, req.target), fields)
 
 

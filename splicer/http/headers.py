@@ -114,3 +114,34 @@ def serialize(start_line: bytes, headers: Headers) -> bytes:
         parts += (n, b": ", v, b"\r\n")
     parts.append(b"\r\n")
     return b"".join(parts)
+
+
+def _node(ip: str) -> bytes:
+    # RFC 7239 section 6: an IPv6 address is bracketed and the value quoted
+    return b'"[%s]"' % ip.encode("ascii") if ":" in ip else ip.encode("ascii")
+
+
+def append_forwarded(headers: Headers, params: tuple[str, ...], client_ip: str, proxy_ip: str,
+                     host: bytes | None) -> Headers:
+    """Add an RFC 7239 ``Forwarded`` field as the last one (haproxy `option forwarded`).
+
+    Args:
+        headers: fields after hop-by-hop removal (so a client cannot strip it).
+        params: which of "proto", "host", "by", "for" to send, in that order.
+        client_ip: the client's address ("for").
+        proxy_ip: the address the client connected to ("by").
+        host: the request's Host value ("host"; omitted when None or empty).
+    """
+    parts = []
+    for p in ("proto", "host", "by", "for"):
+        if p not in params:
+            continue
+        if p == "proto":
+            parts.append(b"proto=http")
+        elif p == "host" and host:
+            parts.append(b'host="%s"' % host.replace(b'"', b"").replace(b"\\", b""))
+        elif p == "by":
+            parts.append(b"by=" + _node(proxy_ip))
+        elif p == "for":
+            parts.append(b"for=" + _node(client_ip))
+    return headers + [(b"Forwarded", b";".join(parts))] if parts else headers

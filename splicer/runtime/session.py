@@ -62,6 +62,10 @@ class HttpSession:
         self.loop = fe.loop
         self.sock = sock
         self.client_ip = peer[0] if isinstance(peer, tuple) else "unknown"
+        try:
+            self.local_ip = sock.getsockname()[0]
+        except OSError:
+            self.local_ip = "unknown"
         t = fe.model.timeouts
         self.t_client = t.client
         self.t_request = t.http_request if t.http_request is not None else t.client
@@ -175,7 +179,10 @@ class HttpSession:
 
     async def _forward(self, req: RequestHead) -> bool:
         fe, be = self.fe, self.be
-        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None)
+        fwd = None
+        if be.model.forwarded:
+            fwd = (be.model.forwarded, self.client_ip, self.local_ip)
+        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd)
         if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
             early = await self._buffer_body(req)
             if early is None:

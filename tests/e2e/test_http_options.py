@@ -86,3 +86,16 @@ def test_abortonclose_does_not_send_a_request_whose_client_left(start_splicer, f
         assert [r.split(b" ")[1] for r in origin.requests] == [b"/slow"]
     finally:
         origin.close()
+
+
+def test_option_forwarded_cannot_be_stripped_by_the_client(start_splicer, farm):
+    import json
+    port = free_port()
+    start_splicer(http_config(port, [(o.name, o.port) for o in farm],
+                              extra_backend="    option forwarded proto host for"), [port])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /headers HTTP/1.1\r\nHost: shop.example\r\nConnection: close, Forwarded\r\n"
+              b"Forwarded: for=6.6.6.6\r\n\r\n")
+    got = json.loads(recv_all(s).partition(b"\r\n\r\n")[2])
+    fwd = [v for n, v in got["headers"] if n.lower() == "forwarded"]
+    assert fwd == ['proto=http;host="shop.example";for=127.0.0.1']

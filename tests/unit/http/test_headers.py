@@ -79,3 +79,10 @@ def test_serialize_without_fields():
 def test_strip_hop_by_hop_never_removes_framing_or_routing_fields(name):
     # Connection: content-length would otherwise let a body be smuggled past the proxy
     assert strip_hop_by_hop([(b"Connection", name), (name, b"5")]) == [(name, b"5")]
+
+
+def test_forwarded_rfc7239_parameters_in_order_with_ipv6_quoted():
+    from splicer.http.headers import append_forwarded
+    out = append_forwarded([(b"Host", b"a")], ("for", "proto", "by", "host"), "2001:db8::1", "10.0.0.1", b"a")
+    assert out[-1] == (b"Forwarded", b'proto=http;host="a";by=10.0.0.1;for="[2001:db8::1]"')
+    assert append_forwarded([], ("for",), "192.0.2.1", "x", None) == [(b"Forwarded", b"for=192.0.2.1")]
