@@ -55,6 +55,10 @@ class Counters:
         return asdict(self)
 
 
+NOT_SUMMED = frozenset({"pipe_size", "size"})
+"""Per-pipe sizes: the merged value is the largest, not a sum."""
+
+
 def merge_stats(lines: list[dict]) -> dict:
     """Sum the stats lines of several workers into one (numbers add up, dicts merge).
 
@@ -64,12 +68,14 @@ def merge_stats(lines: list[dict]) -> dict:
     Returns:
         One object of the same shape; "pid" and "worker" become lists of every worker's.
     """
-    def add(a, b):
+    def add(a, b, key=""):
         if isinstance(a, dict) and isinstance(b, dict):
             out = dict(a)
             for k, v in b.items():
-                out[k] = add(out[k], v) if k in out else v
+                out[k] = add(out[k], v, k) if k in out else v
             return out
+        if key in NOT_SUMMED:
+            return max(a, b)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return a + b
         return a
