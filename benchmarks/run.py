@@ -113,7 +113,7 @@ def log(msg: str) -> None:
 
 
 def die(msg: str) -> NoReturn:  # noqa: F821
-    raise SystemExit(f"run.py: {msg}")
+    raise SystemExit(f"{Path(sys.argv[0]).name or 'run.py'}: {msg}")
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -179,13 +179,13 @@ class Service:
     Args:
         name: target name (also names the log file).
         argv: command; taskset execs it, so the Popen pid is the server's own pid.
-        cpu: CPU to pin it (and everything it forks or spawns) to.
+        cpu: CPU (or taskset CPU list, e.g. "0,1") to pin it and everything it forks or spawns to.
         workdir: where its log goes.
     """
 
     running: typing.ClassVar[list[Service]] = []  # started and not yet stopped
 
-    def __init__(self, name: str, argv: list[str], cpu: int, workdir: Path) -> None:
+    def __init__(self, name: str, argv: list[str], cpu: int | str, workdir: Path) -> None:
         self.name = name
         self.argv = argv
         self.log_path = workdir / f"{name}.log"
@@ -280,11 +280,12 @@ def build_bulkget() -> None:
         die(f"{' '.join(cmd)} failed or warned:\n{p.stderr}")
 
 
-def make_files(docroot: Path) -> dict[str, str]:
-    """Write the origin's files of incompressible bytes; returns {name: sha256}."""
+def make_files(docroot: Path, files: dict[str, int] | None = None) -> dict[str, str]:
+    """Write the origin's files of incompressible bytes ({name: size}, default FILES);
+    returns {name: sha256}."""
     docroot.mkdir(mode=0o755)
     digests = {}
-    for name, size in FILES.items():
+    for name, size in (FILES if files is None else files).items():
         h = hashlib.sha256()
         with open(docroot / name, "wb") as f:
             left = size
@@ -309,27 +310,45 @@ def render(template: str, dest: Path, **values) -> str:
     return text
 
 
+def start_origin(workdir: Path, ports: tuple[int, int] | None = None,
+                 cpu: int | str = CPU_CLIENT) -> tuple[Service, str]:
+    """The origin nginx (templates/origin-nginx.conf, docroot workdir/www) on two ports
+    (default ORIGIN_PORTS), pinned to `cpu`. Returns the Service and the configuration text."""
+    o1, o2 = ports or ORIGIN_PORTS
+    text = render("origin-nginx.conf", workdir / "origin-nginx.conf", WORKDIR=workdir,
+                  DOCROOT=workdir / "www", ORIGIN1_PORT=o1, ORIGIN2_PORT=o2)
+    origin = Service("origin-nginx", ["nginx", "-p", f"{workdir}/", "-e", str(workdir / "origin-nginx.stderr.log"),
+                                      "-c", str(workdir / "origin-nginx.conf")], cpu, workdir)
+    origin.wait_port(o1)
+    origin.wait_port(o2)
+    return origin, text
+
+
+def splicer_command() -> list[str]:
+    """The installed `splicer` script, else `python -m splicer`."""
+    return [shutil.which("splicer") or sys.executable] + ([] if shutil.which("splicer") else ["-m", "splicer"])
+
+
+def start_splicer(name: str, cfg: Path, workdir: Path, cpu: int | str = CPU_PROXY) -> Service:
+    """`splicer -q -c cfg` pinned to `cpu`, after `splicer --check` accepted cfg (the caller
+    waits for its port)."""
+    check = subprocess.run(splicer_command() + ["-c", str(cfg), "--check"], check=False,
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        die(f"splicer --check rejected the generated configuration {cfg.name}:\n{check.stdout}{check.stderr}")
+    return Service(name, [*splicer_command(), "-q", "-c", str(cfg)], cpu, workdir)
+
+
 def start_everything(workdir: Path) -> tuple[Service, dict[str, Service], dict[str, str]]:
     """Origin on CPU 0, every proxy on CPU 1. Returns origin, {target: Service}, {file: text}."""
     configs = {}
     o1, o2 = ORIGIN_PORTS
-    configs["origin-nginx.conf"] = render("origin-nginx.conf", workdir / "origin-nginx.conf", WORKDIR=workdir,
-                                          DOCROOT=workdir / "www", ORIGIN1_PORT=o1, ORIGIN2_PORT=o2)
-    origin = Service("origin-nginx", ["nginx", "-p", f"{workdir}/", "-e", str(workdir / "origin-nginx.stderr.log"),
-                                      "-c", str(workdir / "origin-nginx.conf")], CPU_CLIENT, workdir)
-    origin.wait_port(o1)
-    origin.wait_port(o2)
+    origin, configs["origin-nginx.conf"] = start_origin(workdir)
 
     proxies = {}
     common = dict(ORIGIN1_PORT=o1, ORIGIN2_PORT=o2)
     configs["splicer.cfg"] = render("splicer.cfg", workdir / "splicer.cfg", PORT=PROXY_PORTS["splicer"], **common)
-    splicer_cmd = [shutil.which("splicer") or sys.executable] + ([] if shutil.which("splicer") else ["-m", "splicer"])
-    check = subprocess.run(splicer_cmd + ["-c", str(workdir / "splicer.cfg"), "--check"], check=False,
-                           capture_output=True, text=True)
-    if check.returncode != 0:
-        die(f"splicer --check rejected the generated configuration:\n{check.stdout}{check.stderr}")
-    proxies["splicer"] = Service("splicer", [*splicer_cmd, "-q", "-c", str(workdir / "splicer.cfg")],
-                                 CPU_PROXY, workdir)
+    proxies["splicer"] = start_splicer("splicer", workdir / "splicer.cfg", workdir)
 
     for name, splice in (("haproxy-splice", "    option splice-request\n    option splice-response"),
                          ("haproxy-default", "    # no splice option")):
@@ -475,13 +494,14 @@ def new_log_lines(svc: Service, start: int) -> tuple[list[str], int]:
 
 # -- preflight ------------------------------------------------------------------------------
 
-def check_bodies(port: int, digests: dict[str, str]) -> dict:
-    """GET every file (and 1k.bin again) on one keep-alive connection; compare status,
-    length and sha256 with the origin's files."""
+def check_bodies(port: int, digests: dict[str, str], files: dict[str, int] | None = None) -> dict:
+    """GET every file ({name: size}, default FILES) and the smallest one again on one keep-alive
+    connection; compare status, length and sha256 with the origin's files."""
+    files = FILES if files is None else files
     results = {}
     conn = http.client.HTTPConnection(HOST, port, timeout=60)
     try:
-        for name in list(FILES) + ["1k.bin"]:
+        for name in list(files) + [min(files, key=files.get)]:
             key = name if name not in results else name + " (again)"
             try:
                 conn.request("GET", "/" + name)
@@ -490,8 +510,8 @@ def check_bodies(port: int, digests: dict[str, str]) -> dict:
                 while chunk := resp.read(1 << 20):
                     h.update(chunk)
                     n += len(chunk)
-                ok = resp.status == 200 and n == FILES[name] and h.hexdigest() == digests[name]
-                results[key] = {"ok": ok, "status": resp.status, "bytes": n, "expected_bytes": FILES[name],
+                ok = resp.status == 200 and n == files[name] and h.hexdigest() == digests[name]
+                results[key] = {"ok": ok, "status": resp.status, "bytes": n, "expected_bytes": files[name],
                                 "sha256_match": h.hexdigest() == digests[name]}
             except (OSError, http.client.HTTPException) as exc:
                 results[key] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

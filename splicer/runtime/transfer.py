@@ -27,8 +27,12 @@ from splicer.runtime import io
 
 MIN_SPLICE_FORWARD = 4096
 """Bodies smaller than this are never spliced (haproxy's MIN_SPLICE_FORWARD)."""
-SPLICE_AUTO_MIN = 65536
-"""`option splice-auto` splices bodies of at least this many bytes (or of unknown length)."""
+SPLICE_AUTO_MIN = 262144
+"""`option splice-auto` splices bodies of at least this many bytes (or of unknown length).
+
+Measured (benchmarks/crossover.py, 2026-11-29, this 2-CPU machine): splicing a body through
+the engine cost 35-80 us more CPU per request than copying it up to 128 KiB, and saved
+65 us at 256 KiB and 410 us at 1 MiB; the break-even lies between 128 and 224 KiB."""
 BUDGET = 8 * 1024 * 1024
 """Bytes one pump call may write before yielding to the event loop (fairness)."""
 COPY_BUF = 65536

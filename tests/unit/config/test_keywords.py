@@ -58,7 +58,7 @@ def test_keywords_for_a_section():
     assert keywords_for("backend") == [
         "balance", "errorfile", "log", "mode", "no", "option", "retries", "server", "timeout"]
     assert keywords_for("global") == [
-        "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "nbthread", "pidfile", "stats",
+        "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
         "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
 
 
