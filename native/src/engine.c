@@ -467,6 +467,23 @@ static void *spl_engine_main(void *arg)
 
 /* ---- Python thread: lifecycle, submit, reap ------------------------------------------ */
 
+/* Closes the engine's own fds and frees its memory (its thread is not running). */
+static void spl_engine_release(struct spl_engine *e)
+{
+	if (e->ep != -1)
+		close(e->ep);
+	if (e->wake_fd != -1)
+		close(e->wake_fd);
+	if (e->done_fd != -1)
+		close(e->done_fd);
+	spl_pool_free(e->pool);
+	free(e->sq);
+	free(e->cq);
+	free(e->slots);
+	free(e->ready);
+	free(e);
+}
+
 int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 {
 	struct spl_engine *e;
@@ -533,18 +550,7 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 	*out = e;
 	return 0;
 fail:
-	if (e->ep != -1)
-		close(e->ep);
-	if (e->wake_fd != -1)
-		close(e->wake_fd);
-	if (e->done_fd != -1)
-		close(e->done_fd);
-	spl_pool_free(e->pool);
-	free(e->sq);
-	free(e->cq);
-	free(e->slots);
-	free(e->ready);
-	free(e);
+	spl_engine_release(e);
 	return rc;
 }
 
@@ -652,13 +658,5 @@ void spl_engine_free(struct spl_engine *e)
 		if (e->slots[i].dup[1] != -1 && e->slots[i].active)
 			close(e->slots[i].dup[1]);
 	}
-	close(e->ep);
-	close(e->wake_fd);
-	close(e->done_fd);
-	spl_pool_free(e->pool);
-	free(e->sq);
-	free(e->cq);
-	free(e->slots);
-	free(e->ready);
-	free(e);
+	spl_engine_release(e);
 }
