@@ -31,6 +31,7 @@
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
 #define SPL_TICK_MS 50          /* timeout check period while a job has an idle timeout */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
+#define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
@@ -64,7 +65,8 @@ struct spl_slot {
 	struct spl_dir dir[2]; /* [0] src->dst, [1] dst->src (tunnels only) */
 	int reg[2];            /* fds registered in epoll for src and dst, -1 when none */
 	int dup[2];            /* dups we own when the fd was already registered, else -1 */
-	uint64_t last_ms;      /* last time a byte moved (or the job started) */
+	uint64_t last_ms;      /* when the idle timeout last restarted (or the job started) */
+	uint64_t progress;     /* bytes moved since last_ms */
 	int32_t next_free;     /* free list link */
 	uint8_t active;        /* a job occupies this slot */
 	uint8_t ready;         /* the slot is on the ready list (budget used up) */
@@ -273,8 +275,14 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 		dir->moved += mv.bytes_out;
 		if (dir->left != UINT64_MAX)
 			dir->left -= mv.bytes_in;
-		if (mv.bytes_in || mv.bytes_out)
+		/* a body's idle timeout restarts only once SPL_MIN_PROGRESS bytes moved since its
+		 * last start: a peer trickling a byte now and then cannot hold the job forever. A
+		 * tunnel (interactive: small messages are normal) restarts on any byte. */
+		s->progress += mv.bytes_in + mv.bytes_out;
+		if (s->progress >= (tunnel ? 1u : SPL_MIN_PROGRESS)) {
 			s->last_ms = e->now_ms;
+			s->progress = 0;
+		}
 		dir->wait = SPL_WAIT_NONE;
 		switch (mv.how) {
 		case SPL_STOP_SRC_AGAIN:

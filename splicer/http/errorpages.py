@@ -6,7 +6,7 @@ from __future__ import annotations
 
 REASONS = {
     400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 408: "Request Timeout",
-    413: "Content Too Large", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+    413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
     501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
     505: "HTTP Version Not Supported",
 }
@@ -14,6 +14,7 @@ REASONS = {
 _TEXT = {
     400: "Your browser sent an invalid request.",
     408: "Your browser didn't send a complete request in time.",
+    414: "The request-target is too long.",
     431: "The request's header section is too large.",
     501: "The request uses a feature this proxy does not implement.",
     502: "The server returned an invalid or incomplete response.",

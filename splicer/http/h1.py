@@ -142,6 +142,10 @@ def _response_event(head: bytes, method: bytes):
     return h11.NEED_DATA if ev is None else ev
 
 
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~%!$&'()*+;=]*)(:[0-9]*)?")
+"""Host = uri-host [ ":" port ] (RFC 9110 section 7.2, RFC 3986 reg-name without the comma,
+which would make a list of hosts)."""
+
 _BARE_LF = re.compile(rb"(?<!\r)\n")
 _BARE_CR = re.compile(rb"\r(?!\n)")
 
@@ -173,13 +177,15 @@ def _request_transfer_coding_error(head: bytes) -> HeadError | None:
     a final chunked -> 501 (RFC 9112 section 6.1, a coding splicer cannot re-frame).
     """
     codings: list[bytes] = []
+    present = False
     for line in head.split(b"\r\n")[1:]:
         name, sep, value = line.partition(b":")
         if sep and name.lower() == b"transfer-encoding":
+            present = True
             codings += [t.strip().lower() for t in value.split(b",") if t.strip()]
-    if not codings:
+    if not present:
         return None
-    if codings[-1] != b"chunked" or codings.count(b"chunked") != 1:
+    if not codings or codings[-1] != b"chunked" or codings.count(b"chunked") != 1:
         return HeadError("Transfer-Encoding: chunked is not the final coding, once", 400)
     if len(codings) != 1:
         return HeadError("only the chunked transfer coding is supported", 501)
@@ -218,6 +224,9 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     fields = list(ev.headers.raw_items())
     if len(fields) > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
+    for n, v in fields:
+        if n.lower() == b"host" and not _HOST.fullmatch(v):
+            raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
     target, fields = _request_target(ev.method, ev.target, fields)
     if ev.http_version == b"1.0" and any(n.lower() == b"transfer-encoding" for n, _ in fields):
         # RFC 9112 section 6.1: a 1.0 message with Transfer-Encoding has faulty framing
@@ -262,7 +271,9 @@ def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[
     authority, path = rest[:cut], rest[cut:]
     if not authority or b"@" in authority:
         raise HeadError("absolute-form request-target without a valid authority", 400)
-    if not path.startswith(b"/"):
+    if not path and method == b"OPTIONS":
+        path = b"*"  # RFC 9112 section 3.2.4: the last proxy sends OPTIONS * for an empty path
+    elif not path.startswith(b"/"):
         path = b"/" + path
     hosts = [v for n, v in fields if n.lower() == b"host"]
     if hosts and hosts[0].strip().lower() != authority.lower():

@@ -90,10 +90,12 @@ async def recv_into(loop: asyncio.AbstractEventLoop, sock: socket.socket, buf, t
 
 
 async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
-                    timeout: float | None) -> bytes:
+                    timeout: float | None, whole: bool = False) -> bytes:
     """Read exactly one line (through its LF) without reading past it.
 
     Peeks for the LF, then reads exactly the line; bytes after it stay in the socket.
+    With `whole`, `timeout` bounds the whole line rather than each wait (a line trickled a
+    byte at a time cannot hold the stream).
 
     Returns:
         The line with its ending; shorter than a line (no LF) only at end of stream.
@@ -104,11 +106,12 @@ async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
     """
     fd = sock.fileno()
     got = bytearray()
+    end = loop.time() + timeout if whole and timeout is not None else None
     while True:
         try:
             peek = sock.recv(limit - len(got), socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
-            await wait_readable(loop, fd, timeout)
+            await wait_readable(loop, fd, timeout if end is None else max(0.0, end - loop.time()))
             continue
         i = peek.find(b"\n")
         if i >= 0:
@@ -121,11 +124,20 @@ async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         # an incomplete line: take what is there (it all belongs to this line, and a peek
         # would leave the socket readable), then wait for more
         got += sock.recv(len(peek))
-        await wait_readable(loop, fd, timeout)
+        await wait_readable(loop, fd, timeout if end is None else max(0.0, end - loop.time()))
 
 
 class HeadTooLarge(ValueError):
-    """No end of head within the size limit (haproxy `tune.bufsize`)."""
+    """No end of head within the size limit (haproxy `tune.bufsize`).
+
+    Attributes:
+        first_line: True when not even the start line ended within the limit (a request
+            then gets 414 URI Too Long, RFC 9112 section 3, rather than 431).
+    """
+
+    def __init__(self, msg: str, first_line: bool = False) -> None:
+        super().__init__(msg)
+        self.first_line = first_line
 
 
 async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
@@ -188,7 +200,7 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
             got += sock.recv(need)
             return bytes(got)
         if len(got) + len(peek) > limit:
-            raise HeadTooLarge(f"head larger than {limit} bytes")
+            raise HeadTooLarge(f"head larger than {limit} bytes", first_line=b"\n" not in got and b"\n" not in peek)
         got += sock.recv(len(peek))
         try:
             await wait_readable(loop, fd, None if deadline is None else max(0.0, deadline - loop.time()))

@@ -133,9 +133,9 @@ class HttpSession:
                 fe.counters.ereq += 1
                 await self._reply_error(408)
             return False  # an idle keep-alive connection just closes, as haproxy does
-        except io.HeadTooLarge:
+        except io.HeadTooLarge as exc:
             fe.counters.ereq += 1
-            await self._reply_error(431)
+            await self._reply_error(414 if exc.first_line else 431)
             return False
         if not head or find_head_end(head) < 0:
             return False  # the client closed (mid-head or between requests)

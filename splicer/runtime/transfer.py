@@ -92,6 +92,40 @@ class SplicePolicy(Enum):
         return count >= (SPLICE_AUTO_MIN if self is SplicePolicy.AUTO else MIN_SPLICE_FORWARD)
 
 
+MIN_PROGRESS = 1024
+"""Bytes that must move for an idle timeout to start over (the engine's SPL_MIN_PROGRESS):
+a peer that trickles a byte now and then is timed out instead of holding the stream forever
+(a minimum rate of 1 KiB per `timeout client` / `timeout server`)."""
+
+
+class Deadline:
+    """An idle timeout that restarts only once MIN_PROGRESS bytes have moved.
+
+    Args:
+        loop: the event loop (its clock).
+        timeout: seconds, or None for no timeout.
+    """
+
+    __slots__ = ("loop", "timeout", "end", "progress")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.end = None if timeout is None else loop.time() + timeout
+        self.progress = 0
+
+    def left(self) -> float | None:
+        """Seconds left (0 when expired), None without a timeout."""
+        return None if self.end is None else max(0.0, self.end - self.loop.time())
+
+    def moved(self, n: int) -> None:
+        """Record `n` bytes moved; restart the timeout once MIN_PROGRESS are reached."""
+        self.progress += n
+        if self.progress >= MIN_PROGRESS and self.timeout is not None:
+            self.end = self.loop.time() + self.timeout
+            self.progress = 0
+
+
 class Activity:
     """Time of the last byte moved, shared by the two directions of a tunnel, so that an
     inactivity timeout fires only when neither direction moves (haproxy `timeout tunnel`)."""
@@ -235,10 +269,11 @@ class Mover:
         buf = memoryview(bytearray(COPY_BUF if count is None else min(count, COPY_BUF)))
         res = Result(End.DONE)
         left = count
+        src_idle = Deadline(loop, src.timeout)
         while left is None or left > 0:
             want = len(buf) if left is None else min(left, len(buf))
             try:
-                n = await io.recv_into(loop, src.sock, buf[:want], src.timeout)
+                n = await io.recv_into(loop, src.sock, buf[:want], src_idle.left())
             except TimeoutError:
                 res.end = End.SRC_TIMEOUT
                 return res
@@ -258,6 +293,7 @@ class Mover:
                 return res
             res.moved += n
             res.copied += n
+            src_idle.moved(n)
             if activity is not None:
                 activity.last = loop.time()
             if left is not None:
@@ -287,7 +323,7 @@ class Mover:
                 reader.data_done(r.moved)
                 continue
             try:
-                line = await io.recv_line(loop, src.sock, MAX_LINE, src.timeout)
+                line = await io.recv_line(loop, src.sock, MAX_LINE, src.timeout, whole=True)
             except TimeoutError:
                 res.end = End.SRC_TIMEOUT
                 return res

@@ -144,3 +144,34 @@ def test_slow_but_steady_transfers_never_time_out(net, blob):
     assert (c3.end, c3.bytes_fwd, c3.bytes_rev) == (JobEnd.DONE, 4 * pings // 2, 4 * pings // 2), c3
     assert elapsed > 1.0               # far longer than the idle limit
     assert st.timeouts == 0
+
+
+def test_trickled_body_times_out_although_bytes_keep_arriving(net):
+    """A body trickled a byte every 50 ms never goes 200 ms without a byte, yet it must time
+    out: an idle timeout restarts only once 1 KiB moved (shared case 023, A2)."""
+    w, src = net.tcp()
+    dst, r = net.tcp()
+
+    async def trickle(stop):
+        while not stop.is_set():
+            try:
+                w.send(b"x")
+            except OSError:
+                return
+            await asyncio.sleep(0.05)
+
+    async def main():
+        async with engine(maxjobs=2, maxpipes=4) as eng:
+            stop = asyncio.Event()
+            t = asyncio.create_task(trickle(stop))
+            t0 = time.monotonic()
+            c = await asyncio.wait_for(eng.splice(SpliceJob(src.fileno(), dst.fileno(), max_bytes=100000,
+                                                            src_idle=0.2)), 5)
+            stop.set()
+            await t
+            return c, time.monotonic() - t0
+
+    c, elapsed = run(main())
+    assert (c.end, c.side) == (JobEnd.TIMEOUT, "src"), c
+    assert 0 < c.bytes_fwd < 100
+    assert 0.15 <= elapsed <= 2.0, elapsed

@@ -118,7 +118,8 @@ struct spl_job {
 	int32_t dst_fd;       /* non-blocking socket to write to (tunnel: side B) */
 	uint64_t max_bytes;   /* bytes to move src->dst; UINT64_MAX = until EOF; ignored for tunnels */
 	uint32_t flags;       /* enum spl_job_flag */
-	uint32_t src_idle_ms; /* max wait on src for data, ms (0 = none); tunnel: idle of both ways */
+	uint32_t src_idle_ms; /* max wait on src for data, ms (0 = none); tunnel: idle of both ways.
+	                       * A body's wait restarts only once 1 KiB moved (a minimum rate). */
 	uint32_t dst_idle_ms; /* max wait on dst for room, ms (0 = none); unused for tunnels */
 	uint32_t pad;
 };
