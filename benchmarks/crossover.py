@@ -349,20 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         "crossover_robust": xr, "crossover_robust_bytes": SIZES[xr] if xr else None,
         "splice_auto_min": splice_auto_min(), "summary": summary, "samples": samples,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    md = markdown(res)
-    (args.out / "crossover.md").write_text(md)
-    (args.out / "crossover.json").write_text(json.dumps(res, indent=1, default=str))
-    log("\n" + md)
+    bench.write_results(args.out, "crossover", res, markdown(res))
     log(f"crossover: {size_label(SIZES[x]) + f' ({SIZES[x]} bytes)' if x else 'none in the sizes measured'}; "
         f"splicer's SPLICE_AUTO_MIN is {res['splice_auto_min']}")
     log(f"wrote {args.out / 'crossover.md'}, {args.out / 'crossover.json'} in "
         f"{(finished - started).total_seconds() / 60:.1f} min")
-    if problems:
-        print("\n" + "!" * 78 + "\ncrossover.py: PROBLEMS FOUND:\n" + "\n".join(f"  - {p}" for p in problems)
-              + "\n" + "!" * 78, file=sys.stderr)
-        return 1
-    return 0
+    return bench.report_problems("crossover.py", problems)
 
 
 if __name__ == "__main__":

@@ -516,18 +516,10 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark_nofile": [new_soft, hard], "splicer_fds_needed": fds_needed,
         "configs": configs, "problems": problems, "targets": results,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    md = markdown(res)
-    (args.out / "idle_rss.md").write_text(md)
-    (args.out / "idle_rss.json").write_text(json.dumps(res, indent=1, default=str))
-    log("\n" + md)
+    bench.write_results(args.out, "idle_rss", res, markdown(res))
     log(f"wrote {args.out / 'idle_rss.md'}, {args.out / 'idle_rss.json'} in "
         f"{(finished - started).total_seconds() / 60:.1f} min")
-    if problems:
-        print("\n" + "!" * 78 + "\nidle_rss.py: PROBLEMS FOUND:\n" + "\n".join(f"  - {p}" for p in problems)
-              + "\n" + "!" * 78, file=sys.stderr)
-        return 1
-    return 0
+    return bench.report_problems("idle_rss.py", problems)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,23 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
+def write_results(out: Path, stem: str, res: dict, md: str) -> None:
+    """Write `stem`.md and `stem`.json into `out` and print the markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(md)
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str))
+    log("\n" + md)
+
+
+def report_problems(script: str, problems: list) -> int:
+    """Print the problems a run found, loudly, to stderr; the script's exit status (1 or 0)."""
+    if not problems:
+        return 0
+    print("\n" + "!" * 78 + f"\n{script}: PROBLEMS FOUND:\n" + "\n".join(f"  - {p}" for p in problems)
+          + "\n" + "!" * 78, file=sys.stderr)
+    return 1
+
+
 def die(msg: str) -> NoReturn:  # noqa: F821
     raise SystemExit(f"{Path(sys.argv[0]).name or 'run.py'}: {msg}")
 
@@ -1066,19 +1083,12 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "configs").mkdir(exist_ok=True)
     for name, text in configs.items():
         (args.out / "configs" / name).write_text(text)
-    md = markdown(res)
-    (args.out / "results.md").write_text(md)
-    (args.out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    write_results(args.out, "results", res, markdown(res))
     plot_err = plot(summary, args.out / "plot.png")
-    log("\n" + md)
     log(f"wrote {args.out / 'results.md'}, {args.out / 'results.json'}"
         + (f", {args.out / 'plot.png'}" if not plot_err else f" ({plot_err})")
         + f" in {(finished - started).total_seconds() / 60:.1f} min")
-    if problems:
-        print("\n" + "!" * 78 + "\nrun.py: PROBLEMS FOUND:\n" + "\n".join(f"  - {p}" for p in problems) + "\n"
-              + "!" * 78, file=sys.stderr)
-        return 1
-    return 0
+    return report_problems("run.py", problems)
 
 
 if __name__ == "__main__":
