@@ -26,6 +26,7 @@ from splicer.stats import merge_stats
 
 
 def wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Wait until host:port accepts connections; exit the demo if `proc` dies or `timeout` (s) passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -73,6 +74,7 @@ def fetch(host: str, port: int, path: str, verify: bool = False) -> tuple[int, f
 
 
 def main(argv=None) -> int:
+    """Run the demo; returns 0 when the big file came through splicer byte-exact, else 1."""
     ap = argparse.ArgumentParser(description="start demo origins and splicer, move a big file through it")
     ap.add_argument("-c", "--config", default="conf/site.cfg")
     ap.add_argument("--size", default="1g", help="size of the big file: 1g (default), 256m, ...")

@@ -49,9 +49,11 @@ class OriginHandler(BaseHTTPRequestHandler):
         return path
 
     def do_HEAD(self):
+        """The GET routes without their bodies."""
         self.do_GET()
 
     def do_GET(self):
+        """Serve the routes listed in the module docstring."""
         url = urlsplit(self.path)
         parts = url.path.strip("/").split("/", 1)
         kind, name = parts[0], parts[1] if len(parts) > 1 else ""
@@ -126,6 +128,7 @@ class OriginHandler(BaseHTTPRequestHandler):
                 left -= len(block)
 
     def do_POST(self):
+        """Read the whole body (Content-Length or chunked) and answer its size and sha256."""
         h = hashlib.sha256()
         n = 0
 

@@ -95,10 +95,12 @@ class Pipe:
 
     @property
     def data(self) -> int:
+        """Bytes held in the pipe now."""
         return self._c.data
 
     @property
     def size(self) -> int:
+        """The pipe's capacity in bytes (as F_SETPIPE_SZ granted it)."""
         return self._c.size
 
     def pump(self, src: int, dst: int, max_in: int = UNTIL_EOF, budget: int = 0) -> Move:

@@ -81,16 +81,19 @@ class FrontendRT:
         self.resume()
 
     def resume(self) -> None:
+        """Accept on every listener again (after maxconn was reached)."""
         for s in self.listeners:
             self.loop.add_reader(s.fileno(), self._accept, s)
         self.paused = False
 
     def pause(self) -> None:
+        """Stop accepting on every listener (maxconn reached); queued connections wait in the backlog."""
         for s in self.listeners:
             self.loop.remove_reader(s.fileno())
         self.paused = True
 
     def close(self) -> None:
+        """Stop accepting and close this worker's copies of the listening sockets."""
         for s in self.listeners:
             if not self.paused:
                 self.loop.remove_reader(s.fileno())

@@ -62,6 +62,7 @@ class Result:
     copied: int = 0
 
     def add(self, other: "Result") -> None:
+        """Add another part's byte counts to this one and take its end (chunked relays)."""
         self.moved += other.moved
         self.spliced += other.spliced
         self.copied += other.copied
