@@ -481,8 +481,8 @@ HAPROXY_SERVER_OPTIONS = frozenset({
 
 
 def _parse_server(ctx: Context, args: Sequence[str]) -> None:
-    """haproxy ``server <name> <addr>:<port> [weight N] [maxconn N] [disabled]`` (+ ignored
-    ``check``, ``inter``, ``rise``, ``fall``): key ``server``, a Server."""
+    """haproxy ``server <name> <addr>:<port> [weight N] [maxconn N] [disabled] [check]
+    [inter T] [rise N] [fall N]``: key ``server``, a Server."""
     _need(args, 2, "'server' expects <name> <addr>:<port> [options]")
     name, address = args[0], args[1]
     if not valid_name(name):
@@ -496,6 +496,7 @@ def _parse_server(ctx: Context, args: Sequence[str]) -> None:
     if not _is_ip(host) and not _HOSTNAME.match(host):
         raise ArgError(f"{what}: invalid host '{host}'")
     weight, maxconn, disabled = 1, 0, False
+    check, inter, rise, fall = False, 2.0, 2, 3
     i = 2
     while i < len(args):
         opt = args[i]
@@ -509,27 +510,29 @@ def _parse_server(ctx: Context, args: Sequence[str]) -> None:
                 maxconn = _server_int(what, opt, value, 0, MAX_INT)
             elif opt == "inter":
                 try:
-                    if parse_time(value) == 0:
+                    inter = parse_time(value)
+                    if inter == 0:
                         raise ValueError("the interval must be greater than zero")
                 except ValueError as exc:
                     raise ArgError(f"{what}: 'inter': {exc}") from None
-                ctx.warn(f"{what}: 'inter {value}' {IGNORED}")
+            elif opt == "rise":
+                rise = _server_int(what, opt, value, 1, MAX_INT)
             else:
-                _server_int(what, opt, value, 1, MAX_INT)
-                ctx.warn(f"{what}: '{opt} {value}' {IGNORED}")
+                fall = _server_int(what, opt, value, 1, MAX_INT)
             i += 2
         elif opt == "disabled":
             disabled = True
             i += 1
         elif opt == "check":
-            ctx.warn(f"{what}: 'check' {IGNORED}")
+            check = True
             i += 1
         elif opt in HAPROXY_SERVER_OPTIONS:
             raise ArgError(f"{what}: option '{opt}' is not supported")
         else:
             raise ArgError(f"{what}: unknown option '{opt}'" + did_you_mean(opt, SERVER_OPTIONS))
     ctx.set("server", Server(name=name, host=host, port=port, weight=weight, maxconn=maxconn,
-                             disabled=disabled, file=ctx.file, line=ctx.line))
+                             disabled=disabled, check=check, inter=inter, rise=rise, fall=fall,
+                             file=ctx.file, line=ctx.line))
 
 
 def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:

@@ -68,6 +68,8 @@ class Server:
         weight: relative share for `balance roundrobin`/`leastconn`, 0..256 (haproxy default 1).
         maxconn: max concurrent connections to this server; 0 = unlimited (haproxy default).
         disabled: start in maintenance (haproxy `disabled`).
+        check: run health checks (haproxy `check`): a TCP connect every `inter` seconds;
+            `fall` failures in a row mark the server down, `rise` successes up again.
     """
 
     name: str
@@ -76,6 +78,10 @@ class Server:
     weight: int = 1
     maxconn: int = 0
     disabled: bool = False
+    check: bool = False
+    inter: float = 2.0
+    rise: int = 2
+    fall: int = 3
     file: str = ""
     line: int = 0
 

@@ -19,6 +19,7 @@ import sys
 from splicer.config.model import Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
+from splicer.health.probes import check_server
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.runtime.transfer import Mover, SplicePolicy
@@ -243,6 +244,8 @@ class Proxy:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
         for fe in self.frontends:
             fe.open(self.listeners[fe.name])
+        checks = [self.loop.create_task(check_server(be, srv)) for be in self.backends.values()
+                  for srv in be.servers if srv.model.check]
         self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
         self.loop.add_signal_handler(signal.SIGINT, self.stop)
@@ -255,6 +258,8 @@ class Proxy:
         finally:
             for fe in self.frontends:
                 fe.close()
+            for t in checks:
+                t.cancel()
             for t in list(self.tasks):
                 t.cancel()
             if self.tasks:

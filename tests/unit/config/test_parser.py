@@ -486,7 +486,7 @@ def test_ignored_global_keywords_warn():
     ]
 
 
-def test_log_in_proxies_and_health_check_settings_warn():
+def test_log_and_timeout_check_warn_and_health_check_settings_do_not():
     text = """\
         defaults
             log global
@@ -510,11 +510,15 @@ def test_log_in_proxies_and_health_check_settings_warn():
         "compatibility and ignored"),
         ("site.cfg:9: 'option forwardfor' argument 'if-none' is accepted for haproxy "
         "compatibility and ignored"),
-        "site.cfg:11: server 's1': 'check' is accepted for haproxy compatibility and ignored",
-        "site.cfg:11: server 's1': 'inter 2s' is accepted for haproxy compatibility and ignored",
-        "site.cfg:11: server 's1': 'rise 2' is accepted for haproxy compatibility and ignored",
-        "site.cfg:11: server 's1': 'fall 3' is accepted for haproxy compatibility and ignored",
     ]
+
+
+def test_server_health_check_settings_are_stored():
+    from splicer.config import loads
+    text = "backend be\n    server s1 127.0.0.1:8080 check inter 500ms rise 3 fall 2\n    server s2 127.0.0.1:8081\n"
+    s1, s2 = loads(text).backends["be"].servers
+    assert (s1.check, s1.inter, s1.rise, s1.fall) == (True, 0.5, 3, 2)
+    assert (s2.check, s2.inter, s2.rise, s2.fall) == (False, 2.0, 2, 3)
 
 
 def test_empty_word_ends_the_statement_like_haproxy():

@@ -100,7 +100,7 @@ def test_sample_config_gives_exact_model():
                            file="site.cfg", line=37),
                     Server("web2", "web2.internal", 8080, weight=0, disabled=True,
                            file="site.cfg", line=38),
-                    Server("web3", "fd00::3", 8080, file="site.cfg", line=39),
+                    Server("web3", "fd00::3", 8080, check=True, file="site.cfg", line=39),
                 ),
                 splice_request=True, splice_auto=False, **HTTP_DEFAULTS_BACK,
                 timeouts=Timeouts(connect=5.0, server=60.0, queue=0.5, tunnel=3600.0),
@@ -117,8 +117,6 @@ def test_sample_config_gives_exact_model():
         },
         warnings=(
             "site.cfg:9: 'daemon' is accepted for haproxy compatibility and ignored",
-            ("site.cfg:39: server 'web3': 'check' is accepted for haproxy compatibility and "
-            "ignored"),
         ),
     )
     assert list(config.backends) == ["app", "empty", "db"]
