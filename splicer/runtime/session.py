@@ -157,6 +157,13 @@ class HttpSession:
         want = min(req.framing.length, self.fe.bufsize)
         fd = self.sock.fileno()
         deadline = None if self.t_request is None else self.loop.time() + self.t_request
+        if req.expect_continue and req.version == b"1.1":
+            # the client waits for a 100 before sending its body: give it one now, as haproxy
+            # does when it buffers (RFC 9110 section 10.1.1)
+            try:
+                await io.send_all(self.loop, self.sock, b"HTTP/1.1 100 Continue\r\n\r\n", self.t_client)
+            except (OSError, TimeoutError):
+                return None
         got = bytearray()
         while len(got) < want:
             try:

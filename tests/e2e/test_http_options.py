@@ -99,3 +99,19 @@ def test_option_forwarded_cannot_be_stripped_by_the_client(start_splicer, farm):
     got = json.loads(recv_all(s).partition(b"\r\n\r\n")[2])
     fwd = [v for n, v in got["headers"] if n.lower() == "forwarded"]
     assert fwd == ['proto=http;host="shop.example";for=127.0.0.1']
+
+
+def test_http_buffer_request_answers_100_continue_itself(start_splicer):
+    origin = ScriptedOrigin(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+    port = free_port()
+    start_splicer(http_config(port, [("o", origin.port)], extra_defaults="    option http-buffer-request"), [port])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST /u HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
+                  b"Connection: close\r\n\r\n")
+        assert s.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"  # before any body byte was sent
+        s.sendall(b"hello")
+        assert recv_all(s).startswith(b"HTTP/1.1 200 OK")
+        assert origin.requests[0].endswith(b"\r\n\r\nhello")
+    finally:
+        origin.close()
