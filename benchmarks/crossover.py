@@ -155,8 +155,7 @@ def crossover(summary: dict, key) -> str | None:
 def markdown(res: dict) -> str:
     cfg, summ = res["config"], res["summary"]
     out = ["# splice crossover: splicer's CPU per request, spliced (A) vs copied (B)", ""]
-    if res["problems"]:
-        out += ["**PROBLEMS FOUND IN THIS RUN:**", ""] + [f"- {p}" for p in res["problems"]] + [""]
+    out += bench.problems_md(res["problems"])
     out += [f"Run {res['started']} to {res['finished']} (UTC): {cfg['rounds']} round(s), {cfg['duration_s']:g} s "
             f"per sample, bulkget on {CONNS} keep-alive connections, A and B interleaved (B first in even rounds); "
             f"figures are medians over the rounds. splicer (nbthread 1, tune.pipesize 1048576) on CPU {CPU_PROXY}, "
@@ -198,11 +197,8 @@ def markdown(res: dict) -> str:
             "the proxy's one core: at 100 % the proxy set the pace, below it CPU 0 (bulkget + origin) did. "
             "Spliced share is splicer's own `spliced` / (`spliced` + `copied`) body-byte counters over the "
             "samples. CPU time is counted in clock ticks (10 ms) and the machine may be shared: small "
-            "differences mean little.", "",
-            "## Machine", "", "| | |", "|---|---|"]
-    for k, v in res["machine"].items():
-        out.append(f"| {k} | {str(v).replace(chr(10), ' / ').replace('|', '/')} |")
-    out.append("")
+            "differences mean little.", ""]
+    out += bench.machine_md(res["machine"]) + [""]
     return "\n".join(out)
 
 

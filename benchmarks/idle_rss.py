@@ -347,8 +347,7 @@ def mib(v) -> str:
 def markdown(res: dict) -> str:
     cfg = res["config"]
     out = [f"# Memory with {cfg['conns']:,} idle keep-alive client connections", ""]
-    if res["problems"]:
-        out += ["**PROBLEMS FOUND IN THIS RUN:**", ""] + [f"- {p}" for p in res["problems"]] + [""]
+    out += bench.problems_md(res["problems"])
     out += [f"Run {res['started']} to {res['finished']} (UTC). Each target alone in front of an nginx origin: "
             f"{cfg['conns']:,} connections opened in batches of {cfg['batch']}, one `GET /{FILE}` "
             f"({FILE_SIZE} B) on each, response read, connection kept open; {cfg['settle_s']:g} s idle wait, then "
@@ -415,10 +414,8 @@ def markdown(res: dict) -> str:
             "(after - before) / connections held: user-space memory only. Kernel socket buffers are not in RSS "
             "(the TCP `mem` line of /proc/net/sockstat, before/after, is in the JSON; it is system-wide and "
             "includes the client's sockets). `before` is measured after a warm-up of "
-            f"{cfg['warmup']} short connections.", "", "## Machine", "", "| | |", "|---|---|"]
-    for k, v in res["machine"].items():
-        out.append(f"| {k} | {str(v).replace(chr(10), ' / ').replace('|', '/')} |")
-    out.append("")
+            f"{cfg['warmup']} short connections.", ""]
+    out += bench.machine_md(res["machine"]) + [""]
     return "\n".join(out)
 
 

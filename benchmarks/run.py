@@ -771,11 +771,21 @@ def splicer_counters_table(samples: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def problems_md(problems: list) -> list[str]:
+    """Markdown lines announcing a run's problems (none when there were none)."""
+    return ["**PROBLEMS FOUND IN THIS RUN:**", ""] + [f"- {p}" for p in problems] + [""] if problems else []
+
+
+def machine_md(machine: dict) -> list[str]:
+    """Markdown lines of the `## Machine` table."""
+    return ["## Machine", "", "| | |", "|---|---|"] + [
+        f"| {k} | {str(v).replace(chr(10), ' / ').replace('|', '/')} |" for k, v in machine.items()]
+
+
 def markdown(res: dict) -> str:
     m, cfg, pre = res["machine"], res["config"], res["preflight"]
     out = ["# splicer benchmark results", ""]
-    if res["problems"]:
-        out += ["**PROBLEMS FOUND IN THIS RUN:**", ""] + [f"- {p}" for p in res["problems"]] + [""]
+    out += problems_md(res["problems"])
     out += [f"Run {res['started']} to {res['finished']} (UTC), {cfg['rounds']} round(s), "
             f"{'quick' if cfg['quick'] else 'full'} mode: bulkget scenarios {cfg['bulk_duration_s']:g} s, "
             f"wrk scenarios {cfg['wrk_duration_s']} s per sample. Targets interleaved within each round "
@@ -818,9 +828,7 @@ def markdown(res: dict) -> str:
     if res["splicer_counters_md"]:
         out += ["", "## splicer's own counters (SIGUSR1 before/after each sample, summed over rounds)", "",
                 res["splicer_counters_md"]]
-    out += ["", "## Machine", "", "| | |", "|---|---|"]
-    for k, v in m.items():
-        out.append(f"| {k} | {str(v).replace(chr(10), ' / ').replace('|', '/')} |")
+    out += [""] + machine_md(m)
     out += ["", "Configurations used: see `configs/` next to this file.", ""]
     return "\n".join(out)
 
