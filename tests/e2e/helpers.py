@@ -108,14 +108,13 @@ def read_response(s: socket.socket) -> tuple[bytes, bytes]:
     return head, body
 
 
-class ScriptedOrigin:
-    """An origin that reads one request head, then runs `script(conn)`; one thread per connection."""
+class ThreadedServer:
+    """A listening socket on a free 127.0.0.1 port; each accepted connection is handed to
+    `_conn(sock)` in a thread of its own. close() stops accepting."""
 
-    def __init__(self, script) -> None:
-        self.script = script
+    def __init__(self) -> None:
         self.port = free_port()
         self.lsock = socket.create_server(("127.0.0.1", self.port))
-        self.requests: list[bytes] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -125,6 +124,21 @@ class ScriptedOrigin:
             except OSError:
                 return
             threading.Thread(target=self._conn, args=(c,), daemon=True).start()
+
+    def _conn(self, c: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.lsock.close()
+
+
+class ScriptedOrigin(ThreadedServer):
+    """An origin that reads one request head, then runs `script(conn)`; one thread per connection."""
+
+    def __init__(self, script) -> None:
+        self.script = script
+        self.requests: list[bytes] = []
+        super().__init__()
 
     def _conn(self, c: socket.socket) -> None:
         data = b""
@@ -141,6 +155,3 @@ class ScriptedOrigin:
             pass
         finally:
             c.close()
-
-    def close(self) -> None:
-        self.lsock.close()

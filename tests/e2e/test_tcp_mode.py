@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.e2e.helpers import free_port
+from tests.e2e.helpers import ThreadedServer, free_port
 
 SIZE = 100 << 20
 
@@ -31,24 +31,14 @@ listen tunnel
 """
 
 
-class TcpOrigin:
+class TcpOrigin(ThreadedServer):
     """Per connection: sends SIZE bytes of `payload` while reading until the client's FIN,
     then sends the sha256 of what it read, then closes."""
 
     def __init__(self, payload: bytes) -> None:
         self.payload = payload
-        self.port = free_port()
-        self.lsock = socket.create_server(("127.0.0.1", self.port))
         self.received = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._conn, args=(c,), daemon=True).start()
+        super().__init__()
 
     def _conn(self, c: socket.socket) -> None:
         h = hashlib.sha256()
@@ -73,9 +63,6 @@ class TcpOrigin:
             pass
         self.received.append(n)
         c.close()
-
-    def close(self) -> None:
-        self.lsock.close()
 
 
 @pytest.fixture(scope="module")
