@@ -27,6 +27,8 @@ class Counters:
         eresp: response errors (bad response, server timeout, server closed mid-body).
         hrsp_1xx..hrsp_5xx: responses sent to clients by class.
         reused: requests sent on a kept-alive server connection.
+        wretr: retries (haproxy's wretr): a connection attempt or a request sent again.
+        wredis: retries sent to another server than the failed one (haproxy's wredis).
     """
 
     stot: int = 0
@@ -44,6 +46,8 @@ class Counters:
     hrsp_4xx: int = 0
     hrsp_5xx: int = 0
     reused: int = 0
+    wretr: int = 0
+    wredis: int = 0
 
     def count_status(self, status: int) -> None:
         """Count one response of `status` in its class."""

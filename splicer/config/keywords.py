@@ -11,8 +11,9 @@ Theory of operation: the parser finds the Keyword for (word, section kind) with 
 calls ``keyword.parse(ctx, args)``. A parse function reads the words after the keyword, records
 typed values with ``ctx.set(key, value)`` and notes with ``ctx.warn(text)``, or raises ArgError
 with the message that follows "file:line: ". Keys are the model's attribute names
-(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind`` and ``server`` values
-accumulate, every other key is overwritten by a later statement.
+(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind``, ``server`` and the
+``http_request``/``http_response`` rules accumulate, every other key is overwritten by a
+later statement.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 from splicer.config.model import Bind, Server
 from splicer.config.units import parse_size, parse_time
+from splicer.http.rules import RuleError, parse_rule
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
 """Section keywords, in the column order of haproxy's keyword matrix."""
@@ -655,6 +657,56 @@ def _parse_forwarded(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("forwarded", tuple(params) if params else ("for",))
 
 
+RETRY_ON_EVENTS = ("conn-failure", "empty-response", "junk-response", "response-timeout",
+                   "0rtt-rejected")
+"""haproxy `retry-on` failure events (0rtt-rejected needs TLS early data: accepted, never met)."""
+RETRY_ON_STATUSES = (401, 403, 404, 408, 425, 429, 500, 501, 502, 503, 504)
+"""Status codes haproxy's `retry-on` accepts."""
+RETRY_ON_ALL = frozenset({"conn-failure", "empty-response", "junk-response", "response-timeout",
+                          "0rtt-rejected", 500, 502, 503, 504})
+"""What haproxy's `retry-on all-retryable-errors` stands for."""
+
+
+def _parse_retry_on(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``retry-on <keywords>...``: key ``retry_on``, a frozenset of event names and
+    status codes (ints). ``none`` (alone) disables every retry, connection failures included;
+    ``all-retryable-errors`` stands for RETRY_ON_ALL. A later statement replaces an earlier
+    one, as in haproxy."""
+    _need(args, 1, "'retry-on' expects 'none' or at least one of: "
+                   + ", ".join([*RETRY_ON_EVENTS, "all-retryable-errors", "<status>"]))
+    found: set[object] = set()
+    for arg in args:
+        if arg == "none":
+            if len(args) != 1:
+                raise ArgError("'retry-on': 'none' can only be used alone")
+        elif arg == "all-retryable-errors":
+            found |= RETRY_ON_ALL
+        elif arg in RETRY_ON_EVENTS:
+            found.add(arg)
+        elif _DIGITS.match(arg) and int(arg) in RETRY_ON_STATUSES:
+            found.add(int(arg))
+        elif _DIGITS.match(arg):
+            raise ArgError(f"'retry-on': status {arg} cannot be retried (supported: "
+                           + ", ".join(map(str, RETRY_ON_STATUSES)) + ")")
+        else:
+            raise ArgError(f"'retry-on': unknown keyword '{arg}'"
+                           + did_you_mean(arg, [*RETRY_ON_EVENTS, "all-retryable-errors", "none"]))
+    ctx.set("retry_on", frozenset(found))
+
+
+def _header_rule(side: str) -> ParseFn:
+    """Parse function for haproxy ``http-request`` / ``http-response`` header actions: key
+    ``http_request`` / ``http_response``, a HeaderRule; the rules of a section add up in
+    file order (see splicer/http/rules.py for what is supported)."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        try:
+            rule = parse_rule(list(args), side, ctx.file, ctx.line)
+        except RuleError as exc:
+            raise ArgError(str(exc)) from None
+        ctx.set(f"http_{side}", rule)
+    return parse
+
+
 ERRORFILE_CODES = (200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)
 """Status codes `errorfile` may replace (haproxy's list)."""
 ERRORFILE_MAX = 16384
@@ -788,7 +840,10 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("balance", BACK, _parse_balance),
     _kw("server", BACK_ONLY, _parse_server),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
+    _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),
+    _kw("http-request", FRONT_ONLY | BACK_ONLY, _header_rule("request")),
+    _kw("http-response", FRONT_ONLY | BACK_ONLY, _header_rule("response")),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
     _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
 )

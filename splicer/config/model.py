@@ -99,6 +99,8 @@ class Frontend:
         splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
+        http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its
+            `http-request` / `http-response` lines, in file order (a listen section's are here).
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
     """
 
@@ -113,6 +115,8 @@ class Frontend:
     splice_auto: bool = False
     http_buffer_request: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()
+    http_request: tuple = ()
+    http_response: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0
@@ -127,12 +131,18 @@ class Backend:
         servers: in file order.
         retries: connection attempts after the first on a failed connect (haproxy `retries`, default 3).
         redispatch: `option redispatch`: a retry may go to another server.
+        retry_on: haproxy `retry-on`: the events ("conn-failure", "empty-response",
+            "junk-response", "response-timeout", "0rtt-rejected") and status codes (ints)
+            that start a retry; the default is connection failures only, empty means none.
         forwarded: RFC 7239 parameters of `option forwarded` ("proto", "host", "by", "for");
             empty when the option is off.
         http_buffer_request: `option http-buffer-request`.
         abortonclose: `option abortonclose`: a request whose client has closed is not sent.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`; they win over the
             frontend's.
+        http_request / http_response: header rules of a `backend` section's `http-request` /
+            `http-response` lines (empty for a listen section: its Frontend holds them, so
+            they run once).
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
     """
 
@@ -146,10 +156,13 @@ class Backend:
     splice_auto: bool = False
     retries: int = 3
     redispatch: bool = False
+    retry_on: frozenset = frozenset({"conn-failure"})
     forwarded: tuple[str, ...] = ()
     http_buffer_request: bool = False
     abortonclose: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()
+    http_request: tuple = ()
+    http_response: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0

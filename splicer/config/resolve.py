@@ -13,8 +13,10 @@ Theory of operation (haproxy semantics unless noted):
   statement overrides an inherited value; ``no option X`` overrides an inherited ``option X``.
 - A Frontend takes the frontend-side settings (mode, default_backend, maxconn, forwardfor,
   splice options, client/http-request/http-keep-alive timeouts); a Backend takes the
-  backend-side ones (mode, balance, forwardfor, splice options, retries, redispatch,
-  connect/server/queue/tunnel timeouts). ``bind`` and ``server`` lines are never inherited.
+  backend-side ones (mode, balance, forwardfor, splice options, retries, retry-on, redispatch,
+  connect/server/queue/tunnel timeouts). ``bind``, ``server``, ``http-request`` and
+  ``http-response`` lines are never inherited (the last two are refused in defaults); a
+  listen section's rules go to its Frontend only, so they run once per message.
 - ``listen NAME`` becomes a Frontend and a Backend, both named NAME, with the section's
   settings; the Frontend's default_backend is NAME unless the listen section itself names
   another one (splicer ignores a default_backend inherited from defaults here, see
@@ -39,7 +41,7 @@ from splicer.config.model import (
 from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
-_ACCUMULATED = frozenset({"bind", "server"})
+_ACCUMULATED = frozenset({"bind", "server", "http_request", "http_response"})
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
 _BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel")
 
@@ -187,6 +189,11 @@ def _errorfiles(settings: dict[str, Entry]) -> tuple[tuple[int, bytes], ...]:
                         if k.startswith("errorfile.")))
 
 
+def _rules(section: RawSection, key: str) -> tuple:
+    """The section's own header rules under `key`, in file order."""
+    return tuple(entry.value for entry in section.entries if entry.key == key)
+
+
 def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None) -> Frontend:
     binds: list[Bind] = []
     for entry in section.entries:
@@ -208,6 +215,8 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         splice_auto=bool(_value(settings, "splice_auto", False)),
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         errorfiles=_errorfiles(settings),
+        http_request=_rules(section, "http_request"),
+        http_response=_rules(section, "http_response"),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _FRONT_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,
@@ -228,10 +237,13 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         splice_auto=bool(_value(settings, "splice_auto", False)),
         retries=int(_value(settings, "retries", 3)),  # type: ignore[arg-type]
         redispatch=bool(_value(settings, "redispatch", False)),
+        retry_on=frozenset(_value(settings, "retry_on", frozenset({"conn-failure"}))),  # type: ignore[arg-type]
         forwarded=tuple(_value(settings, "forwarded", ())),  # type: ignore[arg-type]
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         abortonclose=bool(_value(settings, "abortonclose", False)),
         errorfiles=_errorfiles(settings),
+        http_request=_rules(section, "http_request") if section.kind == "backend" else (),
+        http_response=_rules(section, "http_response") if section.kind == "backend" else (),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,

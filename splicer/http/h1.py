@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - depends on the installed h11
     _read_request_line = _read_status_line = _ReceiveBuffer = None
 
 from splicer.http import headers as hdr
+from splicer.http import rules as rules_mod
 from splicer.http.framing import Framing, FramingError, request_framing, response_framing
 
 HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -319,7 +320,8 @@ def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) 
 
 
 def forward_request_head(req: RequestHead, client_ip: str | None,
-                         forwarded: tuple[tuple[str, ...], str, str] | None = None) -> bytes:
+                         forwarded: tuple[tuple[str, ...], str, str] | None = None,
+                         rules: tuple = (), stream: rules_mod.StreamInfo | None = None) -> bytes:
     """The request head to send to the server: HTTP/1.1, hop-by-hop fields removed.
 
     Args:
@@ -328,6 +330,8 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
             after hop-by-hop removal so the client cannot strip it via Connection.
         forwarded: (RFC 7239 parameters, client address, proxy address) to add a Forwarded
             field (haproxy `option forwarded`), likewise after hop-by-hop removal.
+        rules: `http-request` header rules (http/rules.py), run after hop-by-hop removal and
+            before X-Forwarded-For / Forwarded are added; `stream` is what their samples read.
 
     Returns:
         Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
@@ -338,6 +342,8 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
         # an HTTP/1.0 request may lack Host, but it is forwarded as 1.1, which requires one:
         # empty, as RFC 9112 section 3.2 says when the target has no authority
         fields.insert(0, (b"Host", b""))
+    if rules and stream is not None:
+        fields = rules_mod.apply(rules, fields, stream, rules_mod.Message(req.method, req.target))
     if req.upgrade is not None:
         # Upgrade is hop-by-hop, but this hop passes the request to switch on, as asked
         fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
@@ -350,7 +356,9 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
     return hdr.serialize(b"%s %s HTTP/1.1" % (req.method, req.target), fields)
 
 
-def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive: bool) -> bytes:
+def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive: bool,
+                          rules: tuple = (), stream: rules_mod.StreamInfo | None = None,
+                          req: RequestHead | None = None) -> bytes:
     """The response head to send to the client.
 
     Args:
@@ -359,6 +367,8 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
             "Connection: keep-alive", and a chunked body without its Transfer-Encoding (the
             caller de-chunks it and closes: keep_alive must be False then).
         keep_alive: whether splicer keeps the client connection open after this response.
+        rules: `http-response` header rules (http/rules.py), run on final and 101 responses
+            after hop-by-hop removal; `stream` and `req` are what their samples read.
 
     Returns:
         Head bytes with hop-by-hop fields removed, framing fields written from resp.framing
@@ -368,6 +378,9 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
     if kind == "chunked" and client_version == b"1.0":
         kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
     fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
+    if rules and stream is not None and (resp.status >= 200 or resp.status == 101):
+        msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status)
+        fields = rules_mod.apply(rules, fields, stream, msg)
     if resp.status == 101:
         upgrade = b", ".join(v.strip() for n, v in resp.headers if n.lower() == b"upgrade")
         fields += [(b"Connection", b"upgrade")] + ([(b"Upgrade", upgrade)] if upgrade else [])

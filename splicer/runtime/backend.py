@@ -3,8 +3,9 @@
 Theory of operation: a stream asks acquire() for a server connection. The balancer picks a
 server (skipping down, full and already-failed ones); an idle kept-alive connection to it is
 reused if one is alive, otherwise a new one is opened within `timeout connect`. A failed
-connect is retried up to `retries` times, on another server when `option redispatch` is set
-(on the same one otherwise, after haproxy's turn-around delay of min(timeout connect, 1 s)).
+connect is retried (when `retry-on` lists conn-failure, its default) within the request's
+budget of `retries`, on another server when `option redispatch` is set (on the same one
+otherwise, after haproxy's turn-around delay of min(timeout connect, 1 s)).
 When every usable server is at its maxconn, the request waits in the backend queue for up
 to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
 connection back to the idle pool or closes it, and frees the server's slot.
@@ -48,11 +49,13 @@ class Lease:
         sock: the connected non-blocking socket.
         reused: True when it was taken from the idle pool (it may have been closed by the
             server meanwhile; a request that got no response byte on it may be retried).
+        failures: failed connection attempts before this one succeeded (retries used).
     """
 
     server: Server
     sock: socket.socket
     reused: bool
+    failures: int = 0
 
 
 def resolve_address(host: str, port: int) -> tuple[str, int]:
@@ -119,6 +122,17 @@ class Backend:
                 if fut in self._queue:
                     self._queue.remove(fut)
 
+    async def _pick_other(self, avoid: set[int]) -> int:
+        """_pick() avoiding the servers that already failed this request; when that leaves
+        none, any server again (haproxy retries on the same server when there is no other)."""
+        try:
+            return await self._pick(avoid)
+        except NoServerAvailable:
+            if not avoid:
+                raise
+            avoid.clear()
+            return await self._pick(avoid)
+
     def _wake_queue(self) -> None:
         while self._queue:
             fut = self._queue.popleft()
@@ -126,12 +140,15 @@ class Backend:
                 fut.set_result(None)
                 return
 
-    async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True) -> Lease:
+    async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
+                      retries: int | None = None) -> Lease:
         """Lend a connection to a server of this backend.
 
         Args:
             avoid: server indexes not to use (already failed for this request).
             allow_reuse: False to insist on a new connection (retry after a reused one died).
+            retries: failed connects that may be retried (None: `retries`, or 0 when
+                `retry-on` does not list conn-failure); Lease.failures tells how many were.
 
         Returns:
             A Lease; give it back with release().
@@ -140,8 +157,11 @@ class Backend:
             NoServerAvailable: no server up, queue timeout, or every attempt failed (-> 503).
         """
         avoid = set() if avoid is None else set(avoid)
-        retries = self.model.retries
-        i = await self._pick(avoid)
+        if retries is None:
+            retries = self.model.retries
+        if "conn-failure" not in self.model.retry_on:
+            retries = 0
+        i = await self._pick_other(avoid)
         attempt = 0
         while True:
             srv = self.servers[i]
@@ -161,16 +181,22 @@ class Backend:
                 attempt += 1
                 if attempt > retries:
                     raise NoServerAvailable(f"backend '{self.name}': no server reachable") from None
+                self.counters.wretr += 1
+                srv.counters.wretr += 1
                 if self.model.redispatch:
                     avoid.add(i)
-                    i = await self._pick(avoid)
-                else:
-                    await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
-                    self.balancer.take_conn(i)
+                    i = await self._pick_other(avoid)
+                    if i != srv.index:
+                        self.counters.wredis += 1
+                        srv.counters.wredis += 1
+                        continue
+                    self.balancer.drop_conn(i)  # the same server again: turn around first
+                await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
+                self.balancer.take_conn(i)
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1
-            return Lease(srv, sock, False)
+            return Lease(srv, sock, False, attempt)
 
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable`, else closed."""

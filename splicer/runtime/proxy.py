@@ -68,6 +68,10 @@ class FrontendRT:
         self.http_buffer_request = model.http_buffer_request or backend.model.http_buffer_request
         # `errorfile`: the backend's win over the frontend's
         self.errorpages = dict(model.errorfiles) | dict(backend.model.errorfiles)
+        # header rules in haproxy's order: a request meets the frontend's then the backend's,
+        # a response the backend's then the frontend's
+        self.request_rules = model.http_request + backend.model.http_request
+        self.response_rules = backend.model.http_response + model.http_response
         flags = ((model.splice_request, model.splice_response, model.splice_auto),
                  (backend.model.splice_request, backend.model.splice_response, backend.model.splice_auto))
         self.splice_request = splice_policy(True, *flags)

@@ -6,7 +6,9 @@ Theory of operation, for each stream of a kept-alive session:
      `timeout http-keep-alive`). Parse it with h11 (http/h1.py); a bad head gets its 4xx and
      the session ends.
   2. Get a server connection from the backend (balanced, reused when idle and alive,
-     retried per `retries`/`option redispatch`); none -> 503.
+     retried per `retries`/`option redispatch`); none -> 503. An idempotent request held
+     whole is sent again on the `retry-on` events (empty, junk or late response, listed
+     status) as long as no response byte has reached the client.
   3. Send the rewritten request head, then move the request body (spliced or copied, see
      transfer.py) while waiting for the response head; 1xx heads are relayed on the way.
   4. Send the rewritten response head and move the response body. A body that ends early
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from splicer.errors import NoServerAvailable
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind, Framing
+from splicer.http.rules import StreamInfo
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
                              forward_response_head, parse_request, parse_response)
 from splicer.runtime import io
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("splicer")
 
 _RETRY = object()  # the reused server connection died before any response byte: retry
+_RETRY_ON = object()  # a `retry-on` event before any response byte reached the client: retry
 
 SMALL_BODY = 65536
 """A copied response body up to this size is read at once and sent with its head."""
@@ -62,16 +66,20 @@ class HttpSession:
         self.loop = fe.loop
         self.sock = sock
         self.client_ip = peer[0] if isinstance(peer, tuple) else "unknown"
+        self.client_port = peer[1] if isinstance(peer, tuple) else 0
         try:
-            self.local_ip = sock.getsockname()[0]
+            self.local_ip, self.local_port = sock.getsockname()[:2]
         except OSError:
-            self.local_ip = "unknown"
+            self.local_ip, self.local_port = "unknown", 0
         t = fe.model.timeouts
         self.t_client = t.client
         self.t_request = t.http_request if t.http_request is not None else t.client
         self.t_keepalive = t.http_keep_alive if t.http_keep_alive is not None else self.t_request
         self.t_server = self.be.model.timeouts.server
         self.cli = Side(sock, self.t_client)
+        self._may_retry = False     # this attempt's request may be sent again (retry-on)
+        self._interim_sent = False  # a 1xx went to the client during this attempt
+        self.info: StreamInfo | None = None  # for header-rule samples (set per request)
 
     async def run(self) -> None:
         """Serve streams until one of them ends the session; always closes the client socket."""
@@ -109,6 +117,14 @@ class HttpSession:
                     break
         except (OSError, TimeoutError):
             pass
+
+    def _stream_info(self) -> StreamInfo | None:
+        """What header-rule samples read about this session (None when no rule needs it)."""
+        fe = self.fe
+        if not (fe.request_rules or fe.response_rules):
+            return None
+        return StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port,
+                          fe.name, self.be.name)
 
     def _account(self, r: Result, to_client: bool, server=None) -> None:
         for c in (self.fe.counters, self.be.counters) + ((server.counters,) if server else ()):
@@ -189,7 +205,9 @@ class HttpSession:
         fwd = None
         if be.model.forwarded:
             fwd = (be.model.forwarded, self.client_ip, self.local_ip)
-        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd)
+        self.info = self._stream_info()
+        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd,
+                                        fe.request_rules, self.info)
         if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
             early = await self._buffer_body(req)
             if early is None:
@@ -202,13 +220,23 @@ class HttpSession:
         # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
         allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
                        and req.upgrade is None)
+        # `retry-on` beyond conn-failure sends the request again, so only a request held whole
+        # (no body left in the client socket) of an idempotent method qualifies: a POST is
+        # never replayed, whatever retry-on says (haproxy's manual warns; splicer enforces).
+        replayable = (req.method in IDEMPOTENT and req.upgrade is None
+                      and (req.framing.kind is BodyKind.NONE
+                           or (req.framing.kind is BodyKind.LENGTH and req.framing.length == 0)))
+        left = be.model.retries  # retries this request may still use (haproxy `retries`)
+        avoid: set[int] = set()
         while True:
             try:
-                lease = await be.acquire(allow_reuse=allow_reuse)
+                lease = await be.acquire(avoid, allow_reuse=allow_reuse, retries=left)
             except NoServerAvailable as exc:
                 log.warning("%s", exc)
                 await self._reply_error(503)
                 return False
+            left -= lease.failures
+            self._may_retry = replayable and left > 0
             if lease.reused:
                 be.counters.reused += 1
                 lease.server.counters.reused += 1
@@ -222,6 +250,15 @@ class HttpSession:
                 be.release(lease, reusable)
             if outcome is _RETRY:
                 allow_reuse = False
+                continue
+            if outcome is _RETRY_ON:
+                left -= 1
+                be.counters.wretr += 1
+                lease.server.counters.wretr += 1
+                if be.model.redispatch:
+                    avoid.add(lease.server.index)
+                    be.counters.wredis += 1
+                    lease.server.counters.wredis += 1
                 continue
             return outcome
 
@@ -259,14 +296,19 @@ class HttpSession:
     async def _relay_response(self, req: RequestHead, srv: Side, lease: Lease, body_task) -> tuple[object, bool]:
         """Read the response (relaying 1xx), send its head and body to the client."""
         loop, be = self.loop, self.be
-        resp, status = await self._response_head(req, srv, lease, body_task)
+        self._interim_sent = False
+        resp, status, event = await self._response_head(req, srv, lease, body_task)
         if resp is _RETRY:
             return _RETRY, False
         if resp is None:
             await self._end_task(body_task)
+            if self._retry_on(event, lease):
+                return _RETRY_ON, False
             if status:
                 await self._reply_error(status)
             return False, False
+        if resp.status in be.model.retry_on and self._retry_on(resp.status, lease):
+            return _RETRY_ON, False  # the response is dropped with its connection
 
         if resp.status == 101:
             return await self._switch_protocols(req, resp, lease, body_task)
@@ -276,7 +318,8 @@ class HttpSession:
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
         srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
         cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
-        head = forward_response_head(resp, req.version, cli_keep)
+        head = forward_response_head(resp, req.version, cli_keep, self.fe.response_rules,
+                                     self.info, req)
         policy = self.fe.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
         early = b""
@@ -335,7 +378,8 @@ class HttpSession:
         server agreed, does the connection stop being HTTP (case 012)."""
         if body_task is not None and not body_task.done():
             return False, False  # a body still being sent cannot turn into tunnel bytes
-        head = forward_response_head(resp, req.version, True)
+        head = forward_response_head(resp, req.version, True, self.fe.response_rules,
+                                     self.info, req)
         try:
             await io.send_all(self.loop, self.sock, head, self.t_client)
         except (OSError, TimeoutError):
@@ -353,6 +397,18 @@ class HttpSession:
         self._account(up, False, lease.server)
         self._account(down, True, lease.server)
         return False, False
+
+    def _retry_on(self, event: object, lease: Lease) -> bool:
+        """True when `event` (a retry-on event name or a status code) sends the request
+        again: it is listed in `retry-on`, the request is replayable with retries left, and
+        no byte of a response (not even a 1xx) has gone to the client."""
+        if event is None or event not in self.be.model.retry_on:
+            return False
+        if not self._may_retry or self._interim_sent:
+            return False
+        log.warning("backend %s server %s: %s, retrying", self.be.name, lease.server.model.name,
+                    f"status {event}" if isinstance(event, int) else event)
+        return True
 
     def _client_gone(self) -> bool:
         """True when the client has closed (end of stream or reset pending), without
@@ -408,9 +464,10 @@ class HttpSession:
         """Read the final response head, relaying 1xx ones to the client.
 
         Returns:
-            (ResponseHead, 0) on success; (_RETRY, 0) when a reused connection closed before
-            any byte; (None, status) on failure, status being the error page to send or 0
-            when the client must just be closed.
+            (ResponseHead, 0, None) on success; (_RETRY, 0, None) when a reused connection
+            closed before any byte; (None, status, event) on failure, status being the error
+            page to send or 0 when the client must just be closed, and event the `retry-on`
+            event it was ("empty-response", "junk-response", "response-timeout") or None.
         """
         loop = self.loop
         while True:
@@ -424,36 +481,38 @@ class HttpSession:
                 head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server)
             except TimeoutError:
                 self.be.counters.eresp += 1
-                return None, 504  # nothing was sent to the client yet, even after a partial head
+                # nothing was sent to the client yet, even after a partial head
+                return None, 504, "response-timeout"
             except io.HeadTooLarge:
                 self.be.counters.eresp += 1
-                return None, 502
+                return None, 502, "junk-response"
             except OSError:
                 head = b""
             if not head or find_head_end(head) < 0:
                 if not head and lease.reused and body_task is None:
-                    return _RETRY, 0
+                    return _RETRY, 0, None
                 if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
                     # the request body failed first (and shut the server side down)
                     end = body_task.result().end
                     if end is End.SRC_TIMEOUT:
-                        return None, 408
-                    return None, 400 if end is End.BAD_FRAMING else 0
+                        return None, 408, None
+                    return None, 400 if end is End.BAD_FRAMING else 0, None
                 self.be.counters.eresp += 1
-                return None, 502
+                return None, 502, "junk-response" if head else "empty-response"
             try:
                 resp = parse_response(head, req.method, req.upgrade is not None)
             except HeadError as exc:
                 self.be.counters.eresp += 1
-                return None, exc.status
+                return None, exc.status, "junk-response"
             if resp.status >= 200 or resp.status == 101:
-                return resp, 0
+                return resp, 0, None
             if req.version == b"1.0":
                 continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
             try:
                 interim = forward_response_head(resp, req.version, True)
+                self._interim_sent = True
                 await io.send_all(loop, self.sock, interim, self.t_client)
                 self.fe.counters.bout += len(interim)
                 self.fe.counters.count_status(resp.status)
             except (OSError, TimeoutError):
-                return None, 0
+                return None, 0, None

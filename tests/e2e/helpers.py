@@ -51,7 +51,7 @@ def splicer_command() -> list[str]:
 
 def http_config(port: int, servers: list[tuple[str, int]], *, balance: str = "roundrobin",
                 extra_defaults: str = "", extra_backend: str = "", server_opts: str = "",
-                nbthread: int = 1) -> str:
+                nbthread: int = 1, extra_frontend: str = "") -> str:
     """A one-frontend, one-backend HTTP config for tests."""
     srv = "\n".join(f"    server {name} 127.0.0.1:{p} {server_opts}" for name, p in servers)
     return f"""
@@ -74,6 +74,7 @@ defaults
 frontend www
     bind 127.0.0.1:{port}
     default_backend farm
+{extra_frontend}
 
 backend farm
     balance {balance}

@@ -512,3 +512,61 @@ def test_cpu_map_errors(line, message):
     with pytest.raises(ConfigErrors) as exc:
         loads(f"global\n    {line}\n", path="c.cfg")
     assert [str(e) for e in exc.value.errors] == [f"c.cfg:2: {message}"]
+
+
+# --- retry-on and header rules ----------------------------------------------------------------
+
+def test_retry_on_default_inheritance_and_replacement():
+    config = cfg("""\
+        defaults
+            mode http
+            retry-on all-retryable-errors
+        backend a
+        backend b
+            retry-on 503 404
+            retry-on empty-response
+        backend c
+            retry-on none
+        defaults
+            mode http
+        backend d
+        """)
+    be = config.backends
+    assert be["a"].retry_on == {"conn-failure", "empty-response", "junk-response",
+                                "response-timeout", "0rtt-rejected", 500, 502, 503, 504}
+    assert be["b"].retry_on == {"empty-response"}  # a later line replaces, as in haproxy
+    assert be["c"].retry_on == frozenset()
+    assert be["d"].retry_on == {"conn-failure"}
+
+
+def test_header_rules_accumulate_in_order_and_a_listen_runs_them_once():
+    config = cfg("""\
+        defaults
+            mode http
+        frontend fe
+            bind :80
+            default_backend be
+            http-request set-header X-A 1
+            http-response del-header Server
+            http-request add-header X-B 2
+        backend be
+            http-request del-header X-C
+        listen lb
+            bind :81
+            http-request add-header X-Once 1
+        """)
+    fe = config.frontends[0]
+    assert [(r.action, r.name, r.line) for r in fe.http_request] == [
+        ("set-header", b"X-A", 6), ("add-header", b"X-B", 8)]
+    assert [(r.action, r.name) for r in fe.http_response] == [("del-header", b"Server")]
+    assert [(r.action, r.name) for r in config.backends["be"].http_request] == [("del-header", b"X-C")]
+    assert len(config.frontends[1].http_request) == 1
+    assert config.backends["lb"].http_request == ()
+
+
+def test_header_rules_are_refused_in_defaults():
+    assert errors_of("""\
+        defaults
+            http-request set-header X-A 1
+        """) == ["site.cfg:2: 'http-request' is not allowed in defaults section "
+                 "(allowed in: frontend, listen, backend)"]
