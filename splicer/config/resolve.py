@@ -89,6 +89,12 @@ def resolve(raw: RawConfig) -> Config:
         if mode == "tcp" and forwardfor is not None and forwardfor.value:
             warnings.append(f"{forwardfor.file}:{forwardfor.line}: {where}: 'option forwardfor' "
                             "is ignored in mode tcp")
+        if mode == "tcp":
+            for entry in section.entries:
+                if entry.key in ("http_request", "http_response"):
+                    keyword = entry.key.replace("_", "-")
+                    warnings.append(f"{entry.file}:{entry.line}: {where}: '{keyword}' rules are "
+                                    "ignored in mode tcp (they need mode http)")
         if section.kind in ("frontend", "listen"):
             claim(fe_names, section)
             if section.kind == "frontend":

@@ -379,7 +379,8 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
     fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
     if rules and stream is not None and (resp.status >= 200 or resp.status == 101):
-        msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status)
+        msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status,
+                                req.headers if req else None)
         fields = rules_mod.apply(rules, fields, stream, msg)
     if resp.status == 101:
         upgrade = b", ".join(v.strip() for n, v in resp.headers if n.lower() == b"upgrade")

@@ -18,7 +18,8 @@ Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-respons
   ``http-request del-header X-Forwarded-For`` drops a client-supplied chain before
   ``option forwardfor`` appends the real one.
 - <fmt> is literal text with ``%[<fetch>]`` samples and ``%<alias>`` log-format variables
-  (FETCHES, ALIASES). A sample that finds nothing gives the empty string, as in haproxy.
+  (FETCHES, ALIASES); ``%%`` is a literal ``%``. In a response rule ``req.hdr`` reads the
+  request's fields as the client sent them. A sample that finds nothing gives the empty string, as in haproxy.
   Converters (``%[fetch,conv]``), ``%{flags}`` and ACL conditions (``if``/``unless``) are
   refused at load time with the reason, never silently ignored.
 - Fields that carry message framing or connection management (FRAMING_FIELDS) cannot be
@@ -90,11 +91,15 @@ class Message:
         method: the request method (b"GET").
         target: the request target in origin-form (b"/a?b=1").
         status: the response status, 0 while rewriting a request.
+        request_fields: while rewriting a response, the request's fields as the client sent
+            them (what ``req.hdr`` reads there); unused for a request, whose rules read the
+            fields being rewritten.
     """
 
     method: bytes
     target: bytes
     status: int = 0
+    request_fields: hdr.Headers | None = None
 
 
 # A sample: (stream, message, current fields) -> value bytes.
@@ -163,6 +168,9 @@ def _fetch(expr: str, side: str) -> Sample:
             name = "req.hdr" if side == "request" else "res.hdr"
         _check_side(name, side)
         field, occ = m.group(1).lower().encode("ascii"), int(m.group(2) or -1)
+        if name == "req.hdr" and side == "response":
+            # the request's fields, never the response's: an origin must not forge them
+            return lambda s, msg, f: _last(msg.request_fields or [], field, occ)
         return lambda s, msg, f: _last(f, field, occ)
     if paren:
         raise RuleError(f"sample fetch '{name}' takes no argument")
@@ -190,7 +198,7 @@ def parse_format(text: str, side: str) -> tuple[bytes | Sample, ...]:
 
     Raises:
         RuleError: unknown fetch or alias, converter, ``%{`` flags, an unclosed ``%[``, a
-            lone ``%``, or a literal that is not visible ASCII/space/tab (no CR, LF, NUL).
+            ``%`` that starts nothing (``%%`` is a literal one), or a literal that is not visible ASCII/space/tab (no CR, LF, NUL).
     """
     parts: list[bytes | Sample] = []
     literal: list[str] = []
@@ -202,6 +210,10 @@ def parse_format(text: str, side: str) -> tuple[bytes | Sample, ...]:
             i += 1
             continue
         nxt = text[i + 1:i + 2]
+        if nxt == "%":  # log-format's escape for a literal '%'
+            literal.append("%")
+            i += 2
+            continue
         if nxt == "[":
             end = text.find("]", i + 2)
             if end < 0:
@@ -281,7 +293,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
     want = 1 if action == "del-header" else 2
     if any(a in ("if", "unless") for a in args[want:want + 1]):
         raise RuleError(f"'{keyword} {action}': ACL conditions ('if'/'unless') are not supported")
-    if action == "del-header" and args[:1] == ["-m"]:
+    if action == "del-header" and "-m" in args:
         raise RuleError(f"'{keyword} del-header -m' is not supported")
     if len(args) != want:
         usage = "<name>" if want == 1 else "<name> <fmt>"

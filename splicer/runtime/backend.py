@@ -191,8 +191,11 @@ class Backend:
                         srv.counters.wredis += 1
                         continue
                     self.balancer.drop_conn(i)  # the same server again: turn around first
+                    self._wake_queue()
                 await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
-                self.balancer.take_conn(i)
+                # the slot was given up meanwhile: take it again through the queue, so the
+                # server's maxconn holds (someone else may have taken it)
+                i = await self._pick({k for k in range(len(self.servers)) if k != i})
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1

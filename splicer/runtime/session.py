@@ -228,6 +228,8 @@ class HttpSession:
                            or (req.framing.kind is BodyKind.LENGTH and req.framing.length == 0)))
         left = be.model.retries  # retries this request may still use (haproxy `retries`)
         avoid: set[int] = set()
+        failed = None  # the server whose response (retry-on) made this attempt a retry
+        self._interim_sent = False  # per request: after a 1xx reached the client, no retry
         while True:
             try:
                 lease = await be.acquire(avoid, allow_reuse=allow_reuse, retries=left)
@@ -236,6 +238,10 @@ class HttpSession:
                 await self._reply_error(503)
                 return False
             left -= lease.failures
+            if failed is not None and lease.server is not failed:
+                be.counters.wredis += 1
+                failed.counters.wredis += 1
+            failed = None
             self._may_retry = replayable and left > 0
             if lease.reused:
                 be.counters.reused += 1
@@ -255,10 +261,9 @@ class HttpSession:
                 left -= 1
                 be.counters.wretr += 1
                 lease.server.counters.wretr += 1
+                failed = lease.server
                 if be.model.redispatch:
                     avoid.add(lease.server.index)
-                    be.counters.wredis += 1
-                    lease.server.counters.wredis += 1
                 continue
             return outcome
 
@@ -296,7 +301,6 @@ class HttpSession:
     async def _relay_response(self, req: RequestHead, srv: Side, lease: Lease, body_task) -> tuple[object, bool]:
         """Read the response (relaying 1xx), send its head and body to the client."""
         loop, be = self.loop, self.be
-        self._interim_sent = False
         resp, status, event = await self._response_head(req, srv, lease, body_task)
         if resp is _RETRY:
             return _RETRY, False
@@ -489,7 +493,7 @@ class HttpSession:
             except OSError:
                 head = b""
             if not head or find_head_end(head) < 0:
-                if not head and lease.reused and body_task is None:
+                if not head and lease.reused and body_task is None and not self._interim_sent:
                     return _RETRY, 0, None
                 if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
                     # the request body failed first (and shut the server side down)
