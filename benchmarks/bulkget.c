@@ -8,6 +8,12 @@
  * and counted as "unfinished". Response bodies are never copied to user space:
  * recv(MSG_TRUNC) on a TCP socket drops the queued bytes inside the kernel.
  *
+ * Bodies are delimited by Content-Length or by `Transfer-Encoding: chunked`. A chunked body's
+ * size lines, the CRLF after each chunk's data and the trailer section are peeked at
+ * (recv(MSG_PEEK)) and parsed; the chunk data is dropped in the kernel like any body.
+ * body_bytes counts body data only (for chunked bodies: the chunks' data, without the
+ * framing, which framing_bytes counts).
+ *
  * Prints one JSON object on stdout: bytes, requests, elapsed seconds and error counts.
  *
  * Usage: bulkget HOST PORT PATH CONNS DURATION [TAIL] [close]
@@ -36,8 +42,12 @@
 
 #define HEAD_MAX 16384
 #define RECV_CHUNK (1LL << 30)
+#define LINE_MAX_ 1024         /* longest chunk-size or trailer line */
+#define PEEK_MAX 512           /* bytes peeked at once for chunk framing */
 
 enum state { ST_IDLE, ST_HEAD, ST_BODY };
+/* where a chunked body is: size line, chunk data, the CRLF after the data, trailer, done */
+enum cstate { CS_SIZE, CS_DATA, CS_DATA_END, CS_TRAILER, CS_DONE };
 
 struct conn {
     int fd;
@@ -45,9 +55,13 @@ struct conn {
     int want_out;              /* EPOLLOUT registered (request not fully written) */
     size_t sent;               /* bytes of the request written so far */
     size_t head_len;           /* bytes in head[] */
-    long long remaining;       /* body bytes still expected */
+    long long remaining;       /* body bytes still expected (chunked: of the current chunk) */
     int status;
     int server_close;          /* response carried Connection: close */
+    int chunked;               /* response carried Transfer-Encoding: chunked */
+    enum cstate cst;
+    size_t line_len;           /* bytes of the current framing line in line[] */
+    char line[LINE_MAX_ + 1];
     char head[HEAD_MAX + 1];
 };
 
@@ -57,11 +71,15 @@ struct counters {
     long long body_bytes;      /* body bytes received (of complete and incomplete bodies) */
     long long head_bytes;      /* response head bytes received */
     long long bad_status;      /* complete responses with a status other than 200 */
-    long long short_bodies;    /* connection ended before Content-Length bytes arrived */
-    long long bad_heads;       /* unparseable head, no Content-Length, head too large */
+    long long short_bodies;    /* connection ended before the whole body arrived */
+    long long bad_heads;       /* unparseable head, no Content-Length nor chunked, head too
+                                  large, malformed chunked framing */
     long long conn_errors;     /* connect/send/recv failures, close before any response */
     long long connects;        /* connections opened */
     long long unfinished;      /* responses abandoned after DURATION + TAIL */
+    long long chunked;         /* complete responses with a chunked body */
+    long long chunks;          /* chunks with data (not the last-chunk) of chunked bodies */
+    long long framing_bytes;   /* chunked framing received: size lines, CRLFs, trailers */
 };
 
 static struct sockaddr_in addr;
@@ -130,6 +148,9 @@ static int conn_start_request(struct conn *c)
     c->remaining = 0;
     c->status = 0;
     c->server_close = 0;
+    c->chunked = 0;
+    c->cst = CS_SIZE;
+    c->line_len = 0;
     return conn_send(c);
 }
 
@@ -178,6 +199,8 @@ static void conn_fail(struct conn *c, long long *counter)
 static void conn_done(struct conn *c)
 {
     ct.requests++;
+    if (c->chunked)
+        ct.chunked++;
     if (c->status == 200)
         ct.ok++;
     else
@@ -223,6 +246,14 @@ static int parse_head(struct conn *c, size_t end)
             cl = strtoll(v, &e, 10);
             if (e == v || cl < 0)
                 return -1;
+        } else if ((v = header_value(line, eol, "Transfer-Encoding")) != NULL) {
+            const char *e = eol;
+            while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            /* chunked must be the last (here: the only one we accept) coding */
+            if (e - v != 7 || strncasecmp(v, "chunked", 7) != 0)
+                return -1;
+            c->chunked = 1;
         } else if ((v = header_value(line, eol, "Connection")) != NULL) {
             char val[128];
             size_t len = (size_t)(eol - v) < sizeof(val) - 1 ? (size_t)(eol - v) : sizeof(val) - 1;
@@ -232,10 +263,153 @@ static int parse_head(struct conn *c, size_t end)
                 c->server_close = 1;
         }
     }
+    if (c->chunked) {  /* Transfer-Encoding overrides Content-Length (RFC 9112 6.3) */
+        c->cst = CS_SIZE;
+        c->line_len = 0;
+        c->remaining = 0;
+        return 0;
+    }
     if (cl < 0)
         return -1;
     c->remaining = cl;
     return 0;
+}
+
+/* A whole framing line of a chunked body is in c->line (ending in LF): act on it.
+ * Returns 0, or -1 when it is malformed. */
+static int chunk_line(struct conn *c)
+{
+    const char *p = c->line, *end = c->line + c->line_len;
+    long long size = 0;
+    int digits = 0;
+
+    if (c->line_len < 2 || end[-2] != '\r')
+        return -1;
+    end -= 2;  /* without the CRLF */
+    switch (c->cst) {
+    case CS_SIZE:
+        for (; p < end; p++, digits++) {
+            int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                  : *p >= 'A' && *p <= 'F' ? *p - 'A' + 10 : -1;
+            if (d < 0)
+                break;
+            if (digits >= 15)
+                return -1;
+            size = size * 16 + d;
+        }
+        if (!digits || (p < end && *p != ';' && *p != ' ' && *p != '\t'))
+            return -1;  /* anything after the size must be whitespace or a chunk extension */
+        if (size == 0) {
+            c->cst = CS_TRAILER;
+        } else {
+            ct.chunks++;
+            c->remaining = size;
+            c->cst = CS_DATA;
+        }
+        return 0;
+    case CS_DATA_END:
+        if (end != c->line)
+            return -1;
+        c->cst = CS_SIZE;
+        return 0;
+    case CS_TRAILER:
+        if (end == c->line)
+            c->cst = CS_DONE;
+        return 0;  /* a trailer field: ignored */
+    default:
+        return -1;
+    }
+}
+
+/* Feed p[0..n), the next bytes of a chunked body. Chunk data is consumed (and counted) only
+ * when `data` is set; otherwise feeding stops where chunk data begins. Stops at the end of
+ * the body. Returns the bytes consumed, or -1 on malformed framing. */
+static long long chunk_feed(struct conn *c, const char *p, size_t n, int data)
+{
+    size_t i = 0;
+
+    while (i < n && c->cst != CS_DONE) {
+        const char *lf;
+        size_t k;
+
+        if (c->cst == CS_DATA) {
+            if (!data)
+                break;
+            k = (size_t)(c->remaining < (long long)(n - i) ? c->remaining : (long long)(n - i));
+            ct.body_bytes += (long long)k;
+            c->remaining -= (long long)k;
+            i += k;
+            if (c->remaining == 0)
+                c->cst = CS_DATA_END;
+            continue;
+        }
+        lf = memchr(p + i, '\n', n - i);
+        k = lf ? (size_t)(lf - (p + i)) + 1 : n - i;
+        if (c->line_len + k > LINE_MAX_)
+            return -1;
+        memcpy(c->line + c->line_len, p + i, k);
+        c->line_len += k;
+        ct.framing_bytes += (long long)k;
+        i += k;
+        if (!lf)
+            break;  /* the rest of the line is still to come */
+        if (chunk_line(c) < 0)
+            return -1;
+        c->line_len = 0;
+    }
+    return (long long)i;
+}
+
+/* Read on from a chunked body: framing is peeked at and parsed, then dropped in the kernel
+ * together with the chunk data that follows it. */
+static void on_chunked(struct conn *c)
+{
+    while (c->cst != CS_DONE) {
+        char peek[PEEK_MAX];
+        long long used, want;
+        ssize_t n;
+
+        if (c->cst == CS_DATA) {
+            size_t w = (size_t)(c->remaining < RECV_CHUNK ? c->remaining : RECV_CHUNK);
+            n = recv(c->fd, NULL, w, MSG_TRUNC | MSG_DONTWAIT);
+            used = 0;
+        } else {
+            n = recv(c->fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                used = chunk_feed(c, peek, (size_t)n, 0);
+                if (used < 0) {
+                    conn_fail(c, &ct.bad_heads);
+                    return;
+                }
+                /* drop the framing parsed and, in the same call, the chunk data after it */
+                want = used + (c->cst == CS_DATA ? c->remaining : 0);
+                n = recv(c->fd, NULL, (size_t)(want < RECV_CHUNK ? want : RECV_CHUNK), MSG_TRUNC | MSG_DONTWAIT);
+                if (n < used) {  /* the peeked bytes are queued: cannot happen */
+                    conn_fail(c, &ct.conn_errors);
+                    return;
+                }
+            }
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EINTR)
+                continue;
+            conn_fail(c, &ct.short_bodies);
+            return;
+        }
+        if (n == 0) {
+            conn_fail(c, &ct.short_bodies);
+            return;
+        }
+        if (c->cst == CS_DATA) {
+            ct.body_bytes += n - used;
+            c->remaining -= n - used;
+            if (c->remaining == 0)
+                c->cst = CS_DATA_END;
+        }
+    }
+    conn_done(c);
 }
 
 static void on_readable(struct conn *c)
@@ -271,17 +445,34 @@ static void on_readable(struct conn *c)
         }
         ct.head_bytes += (long long)head_end;
         extra = c->head_len - head_end;
-        if ((long long)extra > c->remaining) {  /* bytes past the body: not expected */
-            conn_fail(c, &ct.bad_heads);
-            return;
+        if (c->chunked) {
+            long long used = chunk_feed(c, c->head + head_end, extra, 1);
+            if (used < 0 || used < (long long)extra) {  /* malformed, or bytes past the body */
+                conn_fail(c, &ct.bad_heads);
+                return;
+            }
+            c->state = ST_BODY;
+            if (c->cst == CS_DONE) {
+                conn_done(c);
+                return;
+            }
+        } else {
+            if ((long long)extra > c->remaining) {  /* bytes past the body: not expected */
+                conn_fail(c, &ct.bad_heads);
+                return;
+            }
+            ct.body_bytes += (long long)extra;
+            c->remaining -= (long long)extra;
+            c->state = ST_BODY;
+            if (c->remaining == 0) {
+                conn_done(c);
+                return;
+            }
         }
-        ct.body_bytes += (long long)extra;
-        c->remaining -= (long long)extra;
-        c->state = ST_BODY;
-        if (c->remaining == 0) {
-            conn_done(c);
-            return;
-        }
+    }
+    if (c->chunked) {
+        on_chunked(c);
+        return;
     }
     /* ST_BODY: discard the queued body bytes in the kernel, never more than remain. */
     while (c->remaining > 0) {
@@ -413,9 +604,11 @@ int main(int argc, char **argv)
     }
     printf("{\"conns\": %d, \"duration\": %.3f, \"elapsed\": %.6f, \"requests\": %lld, \"ok\": %lld, "
            "\"body_bytes\": %lld, \"head_bytes\": %lld, \"bad_status\": %lld, \"short_bodies\": %lld, "
-           "\"bad_heads\": %lld, \"conn_errors\": %lld, \"connects\": %lld, \"unfinished\": %lld}\n",
+           "\"bad_heads\": %lld, \"conn_errors\": %lld, \"connects\": %lld, \"unfinished\": %lld, "
+           "\"chunked\": %lld, \"chunks\": %lld, \"framing_bytes\": %lld}\n",
            nconns, duration, t_end - t0, ct.requests, ct.ok, ct.body_bytes, ct.head_bytes,
-           ct.bad_status, ct.short_bodies, ct.bad_heads, ct.conn_errors, ct.connects, ct.unfinished);
+           ct.bad_status, ct.short_bodies, ct.bad_heads, ct.conn_errors, ct.connects, ct.unfinished,
+           ct.chunked, ct.chunks, ct.framing_bytes);
     free(conns);
     close(epfd);
     return (ct.bad_status || ct.short_bodies || ct.bad_heads || ct.conn_errors || ct.unfinished) ? 1 : 0;

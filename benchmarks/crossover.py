@@ -57,13 +57,14 @@ def size_label(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n >> 10} KiB"
 
 
-def splice_auto_min() -> int | None:
-    """splicer's current SPLICE_AUTO_MIN (read from the source, not imported: it may be edited)."""
+def splice_auto_min(name: str = "SPLICE_AUTO_MIN") -> int | None:
+    """splicer's current SPLICE_AUTO_MIN, or another constant of transfer.py such as
+    CHUNK_SPLICE_AUTO_MIN (read from the source, not imported: it may be edited)."""
     try:
         text = (REPO / "splicer" / "runtime" / "transfer.py").read_text()
     except OSError:
         return None
-    m = re.search(r"^SPLICE_AUTO_MIN\s*=\s*([\d_]+)", text, re.MULTILINE)
+    m = re.search(rf"^{name}\s*=\s*([\d_]+)", text, re.MULTILINE)
     return int(m.group(1).replace("_", "")) if m else None
 
 

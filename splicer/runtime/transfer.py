@@ -33,6 +33,14 @@ SPLICE_AUTO_MIN = 262144
 Measured (benchmarks/crossover.py, 2026-11-29, this 2-CPU machine): splicing a body through
 the engine cost 35-80 us more CPU per request than copying it up to 128 KiB, and saved
 65 us at 256 KiB and 410 us at 1 MiB; the break-even lies between 128 and 224 KiB."""
+CHUNK_SPLICE_AUTO_MIN = 131072
+"""`option splice-auto` splices the data of a chunk (of a chunked body) of at least this many
+bytes.
+
+Measured (benchmarks/chunk_crossover.py, 2026-11-29, this 2-CPU machine, 4 MiB bodies):
+splicing chunk data cost more CPU than copying it up to 64 KiB chunks and saved CPU on the
+medians from 128 KiB (+32 us per chunk; 4 of 5 rounds in a confirmation run), in every round
+from 192 KiB. Lower than SPLICE_AUTO_MIN because copying chunked data costs more per byte."""
 BUDGET = 8 * 1024 * 1024
 """Bytes one pump call may write before yielding to the event loop (fairness)."""
 COPY_BUF = 65536
@@ -84,13 +92,17 @@ class SplicePolicy(Enum):
     AUTO = "auto"
     ALWAYS = "always"
 
-    def wants(self, count: int | None) -> bool:
-        """True when a body of `count` bytes (None = unknown, until EOF) should be spliced."""
+    def wants(self, count: int | None, chunk: bool = False) -> bool:
+        """True when a body of `count` bytes (None = unknown, until EOF) should be spliced;
+        `chunk`: it is the data of one chunk (splice-auto's threshold is then
+        CHUNK_SPLICE_AUTO_MIN)."""
         if self is SplicePolicy.NEVER:
             return False
         if count is None:
             return True
-        return count >= (SPLICE_AUTO_MIN if self is SplicePolicy.AUTO else MIN_SPLICE_FORWARD)
+        if self is SplicePolicy.AUTO:
+            return count >= (CHUNK_SPLICE_AUTO_MIN if chunk else SPLICE_AUTO_MIN)
+        return count >= MIN_SPLICE_FORWARD
 
 
 MIN_PROGRESS = 1024
@@ -153,7 +165,7 @@ class Mover:
         self.engine = engine
 
     async def move(self, src: Side, dst: Side, count: int | None, policy: SplicePolicy,
-                   activity: Activity | None = None) -> Result:
+                   activity: Activity | None = None, chunk: bool = False) -> Result:
         """Move `count` bytes (None: until the source's end of stream) from src to dst.
 
         Args:
@@ -161,17 +173,19 @@ class Mover:
             count: bytes to move, or None for "until EOF".
             policy: whether this direction may splice.
             activity: updated with the loop time whenever bytes move (tunnels).
+            chunk: the bytes are one chunk's data (SplicePolicy.wants).
 
         Returns:
             Result; End.DONE when all `count` bytes (or everything up to EOF) were written.
         """
         if count == 0:
             return Result(End.DONE)
-        if self.engine is not None and self.pool is not None and policy.wants(count):
+        splice = policy.wants(count, chunk)
+        if self.engine is not None and self.pool is not None and splice:
             res = await self._engine_move(src, dst, count, activity)
             if res is not None:
                 return res
-        if self.pool is not None and policy.wants(count):
+        if self.pool is not None and splice:
             try:
                 pipe = self.pool.get()
             except EngineError:
@@ -317,7 +331,7 @@ class Mover:
         loop = self.loop
         while reader.need is not Need.DONE:
             if reader.need is Need.DATA:
-                r = await self.move(src, dst, reader.data_left, policy)
+                r = await self.move(src, dst, reader.data_left, policy, chunk=True)
                 res.add(r)
                 if r.end is not End.DONE:
                     return res
