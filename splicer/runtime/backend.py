@@ -206,6 +206,7 @@ class Backend:
         if reusable:
             lease.server.idle.put(lease.sock, self.loop.time())
         else:
+            io.forget(lease.sock)
             lease.sock.close()
         self.balancer.drop_conn(lease.server.index)
         self._wake_queue()

@@ -24,19 +24,85 @@ def _expire(fut: asyncio.Future) -> None:
         fut.set_exception(TimeoutError())
 
 
-async def wait_readable(loop: asyncio.AbstractEventLoop, fd: int, timeout: float | None) -> None:
-    """Wait until `fd` is readable (data, EOF or error pending).
+class _Watch:
+    """A socket the loop watches for readability, kept registered between waits.
+
+    Registering a reader and removing it around every wait costs uvloop a poll handle each
+    time (epoll_ctl ADD and DEL, an ioctl, a handle close: about 8 syscalls per wait). A
+    watch stays registered after its wait ends; the loop's callback drops it the first time
+    it fires with nobody waiting (the fd is level-triggered, so data left unread, such as a
+    body kept in the kernel for splice, would otherwise wake the loop again and again).
+    """
+
+    __slots__ = ("loop", "sock", "fd", "fut", "woken")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, fd: int) -> None:
+        self.loop, self.sock, self.fd = loop, sock, fd
+        self.fut: asyncio.Future | None = None
+        self.woken = False  # the waiter was woken and has not run yet
+
+
+_WATCHES: dict[int, _Watch] = {}
+"""Watches by fd (one event loop per process; a stale entry is detected by its socket)."""
+
+
+def _on_readable(w: _Watch) -> None:
+    fut = w.fut
+    if fut is not None:
+        w.fut = None
+        w.woken = True
+        if not fut.done():
+            fut.set_result(None)
+    elif not w.woken:
+        _drop(w)  # readable with nobody waiting: stop watching until the next wait
+
+
+def _drop(w: _Watch) -> None:
+    if _WATCHES.get(w.fd) is w:
+        del _WATCHES[w.fd]
+    try:
+        w.loop.remove_reader(w.fd)
+    except (RuntimeError, ValueError, OSError):
+        pass  # a closed loop or fd: nothing is watched any more
+
+
+def forget(sock: socket.socket) -> None:
+    """Stop watching `sock`; call it before closing a socket that wait_readable() waited on
+    (a later socket may get the same fd number)."""
+    fd = sock.fileno()
+    w = _WATCHES.get(fd) if fd >= 0 else None
+    if w is not None and w.sock is sock:
+        _drop(w)
+
+
+async def wait_readable(loop: asyncio.AbstractEventLoop, sock: socket.socket, timeout: float | None) -> None:
+    """Wait until `sock` is readable (data, EOF or error pending). One waiter per socket.
+
+    It may return early, without the socket being readable: a readiness the loop saw before
+    the previous wait's reader consumed the bytes. Every caller reads and waits again on
+    EAGAIN.
 
     Raises:
         TimeoutError: nothing happened within `timeout` seconds.
     """
+    fd = sock.fileno()
+    w = _WATCHES.get(fd)
+    if w is None or w.sock is not sock or w.loop is not loop:
+        if w is not None:
+            _drop(w)  # stale: an earlier socket (closed without forget) had this fd number
+        w = _Watch(loop, sock, fd)
+        _WATCHES[fd] = w
+        loop.add_reader(fd, _on_readable, w)
     fut = loop.create_future()
-    loop.add_reader(fd, _wake, fut)
+    w.fut = fut
+    w.woken = False
     timer = loop.call_later(timeout, _expire, fut) if timeout is not None else None
     try:
         await fut
     finally:
-        loop.remove_reader(fd)
+        w.woken = False
+        if w.fut is fut:
+            w.fut = None
         if timer is not None:
             timer.cancel()
 
@@ -86,7 +152,7 @@ async def recv_into(loop: asyncio.AbstractEventLoop, sock: socket.socket, buf, t
         try:
             return sock.recv_into(buf)
         except (BlockingIOError, InterruptedError):
-            await wait_readable(loop, sock.fileno(), timeout)
+            await wait_readable(loop, sock, timeout)
 
 
 async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
@@ -104,14 +170,13 @@ async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         ValueError: no LF within `limit` bytes.
         TimeoutError, OSError: as recv_into.
     """
-    fd = sock.fileno()
     got = bytearray()
     end = loop.time() + timeout if whole and timeout is not None else None
     while True:
         try:
             peek = sock.recv(limit - len(got), socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
-            await wait_readable(loop, fd, timeout if end is None else max(0.0, end - loop.time()))
+            await wait_readable(loop, sock, timeout if end is None else max(0.0, end - loop.time()))
             continue
         i = peek.find(b"\n")
         if i >= 0:
@@ -124,7 +189,7 @@ async def recv_line(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         # an incomplete line: take what is there (it all belongs to this line, and a peek
         # would leave the socket readable), then wait for more
         got += sock.recv(len(peek))
-        await wait_readable(loop, fd, timeout if end is None else max(0.0, end - loop.time()))
+        await wait_readable(loop, sock, timeout if end is None else max(0.0, end - loop.time()))
 
 
 class HeadTooLarge(ValueError):
@@ -141,7 +206,8 @@ class HeadTooLarge(ValueError):
 
 
 async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
-                    first_timeout: float | None, timeout: float | None, skip_empty_lines: bool = False) -> bytes:
+                    first_timeout: float | None, timeout: float | None, skip_empty_lines: bool = False,
+                    wait_first: bool = False) -> bytes:
     """Read exactly one HTTP head, leaving any following bytes (the body) in the kernel.
 
     Peeks to find the empty line that ends the head, then reads exactly that many bytes, so
@@ -154,6 +220,9 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         timeout: seconds for the whole head once it has started (timeout http-request).
         skip_empty_lines: drop empty lines before the head (a request: RFC 9112 section 2.2
             says a server SHOULD ignore at least one empty line before the request-line).
+        wait_first: wait for readability before the first peek, when the head is unlikely
+            to be there yet (a response just asked for, the next request on a kept-alive
+            connection): saves a peek that would fail with EAGAIN.
 
     Returns:
         The head; b"" when the peer closed (or reset) before sending any byte; a non-empty
@@ -164,21 +233,26 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
         TimeoutError: first byte or whole head did not arrive in time; `.partial` holds
             the bytes consumed so far (b"" when none).
     """
-    fd = sock.fileno()
     got = bytearray()
     deadline = None
+    if wait_first:
+        try:
+            await wait_readable(loop, sock, first_timeout)
+        except TimeoutError as exc:
+            exc.partial = b""
+            raise
     while True:
         try:
             peek = sock.recv(limit - len(got) + 1, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
             try:
                 if not got and deadline is None:
-                    await wait_readable(loop, fd, first_timeout)
+                    await wait_readable(loop, sock, first_timeout)
                 else:
                     if deadline is None:
                         deadline = loop.time() + timeout if timeout is not None else None
                     left = None if deadline is None else max(0.0, deadline - loop.time())
-                    await wait_readable(loop, fd, left)
+                    await wait_readable(loop, sock, left)
             except TimeoutError as exc:
                 exc.partial = bytes(got)
                 raise
@@ -203,7 +277,7 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
             raise HeadTooLarge(f"head larger than {limit} bytes", first_line=b"\n" not in got and b"\n" not in peek)
         got += sock.recv(len(peek))
         try:
-            await wait_readable(loop, fd, None if deadline is None else max(0.0, deadline - loop.time()))
+            await wait_readable(loop, sock, None if deadline is None else max(0.0, deadline - loop.time()))
         except TimeoutError as exc:
             exc.partial = bytes(got)
             raise

@@ -10,6 +10,13 @@ from __future__ import annotations
 import socket
 from collections import deque
 
+from splicer.runtime.io import forget
+
+
+def _close(sock: socket.socket) -> None:
+    forget(sock)
+    sock.close()
+
 
 class IdlePool:
     """Idle connections of one server.
@@ -32,29 +39,29 @@ class IdlePool:
         while self._idle:
             sock, since = self._idle.pop()
             if now - since > self.max_idle:
-                sock.close()
+                _close(sock)
                 continue
             try:
                 if sock.recv(1, socket.MSG_PEEK):
-                    sock.close()  # unsolicited bytes: the connection is out of step
+                    _close(sock)  # unsolicited bytes: the connection is out of step
                     continue
-                sock.close()  # b"": the server closed it
+                _close(sock)  # b"": the server closed it
                 continue
             except (BlockingIOError, InterruptedError):
                 return sock  # nothing pending: alive and idle
             except OSError:
-                sock.close()
+                _close(sock)
         return None
 
     def put(self, sock: socket.socket, now: float) -> None:
         """Keep `sock` for reuse; the oldest idle connections are closed beyond max_conns."""
         self._idle.append((sock, now))
         while len(self._idle) > self.max_conns:
-            self._idle.popleft()[0].close()
+            _close(self._idle.popleft()[0])
         while self._idle and now - self._idle[0][1] > self.max_idle:
-            self._idle.popleft()[0].close()
+            _close(self._idle.popleft()[0])
 
     def close(self) -> None:
         """Close every idle connection."""
         while self._idle:
-            self._idle.pop()[0].close()
+            _close(self._idle.pop()[0])

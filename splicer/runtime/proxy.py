@@ -20,6 +20,7 @@ from splicer.config.model import Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import check_server
+from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.runtime.transfer import Mover, SplicePolicy
@@ -168,6 +169,7 @@ class FrontendRT:
         except Exception:
             log.exception("tcp session on %s failed", self.name)
         finally:
+            io.forget(sock)
             sock.close()
 
 

@@ -95,6 +95,7 @@ class HttpSession:
             log.exception("session from %s failed", self.client_ip)
             self._abort_client(reset=True)
         finally:
+            io.forget(self.sock)
             self.sock.close()
 
     # -- helpers -------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class HttpSession:
         try:
             head = await io.recv_head(self.loop, self.sock, fe.bufsize,
                                       self.t_request if first else self.t_keepalive, self.t_request,
-                                      skip_empty_lines=True)
+                                      skip_empty_lines=True, wait_first=not first)
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.ereq += 1
@@ -171,7 +172,6 @@ class HttpSession:
         its first tune.bufsize bytes) within `timeout http-request`, before any server is
         chosen; returns those bytes, or None after answering 408/400 (the session ends)."""
         want = min(req.framing.length, self.fe.bufsize)
-        fd = self.sock.fileno()
         deadline = None if self.t_request is None else self.loop.time() + self.t_request
         if req.expect_continue and req.version == b"1.1":
             # the client waits for a 100 before sending its body: give it one now, as haproxy
@@ -187,7 +187,7 @@ class HttpSession:
             except (BlockingIOError, InterruptedError):
                 try:
                     left = None if deadline is None else max(0.0, deadline - self.loop.time())
-                    await io.wait_readable(self.loop, fd, left)
+                    await io.wait_readable(self.loop, self.sock, left)
                 except TimeoutError:
                     self.fe.counters.ereq += 1
                     await self._reply_error(408)
@@ -478,11 +478,12 @@ class HttpSession:
             if body_task is not None and not body_task.done():
                 # `timeout server` runs from the end of the request body: a long upload is
                 # not the server's silence. Until then wait for a response or the body's end.
-                readable = loop.create_task(io.wait_readable(loop, lease.sock.fileno(), None))
+                readable = loop.create_task(io.wait_readable(loop, lease.sock, None))
                 await asyncio.wait((body_task, readable), return_when=asyncio.FIRST_COMPLETED)
                 await self._end_task(readable)
             try:
-                head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server)
+                head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server,
+                                          wait_first=True)
             except TimeoutError:
                 self.be.counters.eresp += 1
                 # nothing was sent to the client yet, even after a partial head

@@ -258,7 +258,7 @@ class Mover:
             how = mv.how
             try:
                 if how is Stop.SRC_AGAIN:
-                    await io.wait_readable(loop, sfd, src.timeout)
+                    await io.wait_readable(loop, src.sock, src.timeout)
                 elif how is Stop.DST_AGAIN:
                     await io.wait_writable(loop, dfd, dst.timeout)
                 elif how is Stop.BUDGET:
