@@ -15,6 +15,9 @@ Theory of operation, for each stream of a kept-alive session:
      (server closed or failed) aborts the client connection at once, so the client sees it
      short of its announced length, never a response that looks complete.
   5. Reuse both connections only when both messages completed with framing that allows it.
+  6. When the session ends with bytes from the client still unread (a request pipelined
+     behind a close), stop writing and drain them before closing (_linger), so the close
+     is a FIN, not a reset that would destroy the last response.
 Outcomes are recorded in the counters; nothing here raises past run().
 """
 from __future__ import annotations
@@ -47,6 +50,9 @@ _RETRY_ON = object()  # a `retry-on` event before any response byte reached the 
 SMALL_BODY = 65536
 """A copied response body up to this size is read at once and sent with its head."""
 
+LINGER = 1.0
+"""Seconds a closing client connection with unread bytes is drained before the close."""
+
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 """Methods whose request may be sent again (RFC 9110 section 9.2.2)."""
 
@@ -77,6 +83,7 @@ class HttpSession:
         self.t_keepalive = t.http_keep_alive if t.http_keep_alive is not None else self.t_request
         self.t_server = self.be.model.timeouts.server
         self.cli = Side(sock, self.t_client)
+        self._reset = False         # the client connection is to end with a reset
         self._may_retry = False     # this attempt's request may be sent again (retry-on)
         self._interim_sent = False  # a 1xx went to the client during this attempt
         self.info: StreamInfo | None = None  # for header-rule samples (set per request)
@@ -87,6 +94,8 @@ class HttpSession:
             first = True
             while await self._stream(first):
                 first = False
+            if not self._reset:
+                await self._linger()
         except asyncio.CancelledError:
             # a hard stop: whatever was under way must not look complete to the client
             self._abort_client(reset=True)
@@ -99,6 +108,32 @@ class HttpSession:
             self.sock.close()
 
     # -- helpers -------------------------------------------------------------------------
+
+    async def _linger(self) -> None:
+        """Close in stages (RFC 9112 section 9.6) when the client still has bytes for us,
+        such as a request pipelined behind one that ended the connection: closing with
+        unread bytes makes the kernel send a reset, which can destroy the response before
+        the client reads it. So stop writing, and read and drop until the client closes,
+        for up to LINGER seconds. The common case (nothing pending) costs one peek."""
+        try:
+            if not self.sock.recv(1, socket.MSG_PEEK):
+                return  # the client closed already
+        except (BlockingIOError, InterruptedError):
+            return  # nothing pending: a plain close sends a FIN
+        except OSError:
+            return
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return
+        buf = bytearray(65536)
+        deadline = self.loop.time() + LINGER
+        while (left := deadline - self.loop.time()) > 0:
+            try:
+                if await io.recv_into(self.loop, self.sock, buf, left) == 0:
+                    return
+            except (OSError, TimeoutError):
+                return
 
     async def _reply_error(self, status: int) -> None:
         """Send an error page, then close gracefully: stop writing and drain what the client
@@ -206,13 +241,19 @@ class HttpSession:
         if be.model.forwarded:
             fwd = (be.model.forwarded, self.client_ip, self.local_ip)
         self.info = self._stream_info()
-        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd,
-                                        fe.request_rules, self.info)
+        early = None
         if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
             early = await self._buffer_body(req)
             if early is None:
                 return False
             fe.counters.bin += len(early)
+            if req.expect_continue and req.version == b"1.1":
+                # splicer answered the 100-continue itself: the expectation is met and is
+                # not forwarded, so the client never gets a second 100 (haproxy does the same)
+                req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
+        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd,
+                                        fe.request_rules, self.info)
+        if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
         # Only an idempotent request without a body goes on a reused connection: if the server
@@ -427,6 +468,7 @@ class HttpSession:
     def _abort_client(self, reset: bool) -> None:
         """End the client connection now: a FIN after the bytes already sent, or a reset
         (SO_LINGER 0) when only a reset can tell the client that the body is incomplete."""
+        self._reset = self._reset or reset
         try:
             if reset:
                 # the close at the end of run() then sends a reset (and nothing else may

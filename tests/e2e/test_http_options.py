@@ -115,3 +115,52 @@ def test_http_buffer_request_answers_100_continue_itself(start_splicer):
         assert origin.requests[0].endswith(b"\r\n\r\nhello")
     finally:
         origin.close()
+
+
+def test_http_buffer_request_answers_100_once_and_does_not_forward_the_expectation(start_splicer):
+    """splicer answered the client's 100-continue itself while buffering, so the expectation
+    is met: it is not forwarded, and the client never gets a second 100 (haproxy removes the
+    Expect field in that case too)."""
+    def script(c):
+        if b"expect:" in origin.requests[-1].lower():
+            c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    origin = ScriptedOrigin(script)
+    port = free_port()
+    start_splicer(http_config(port, [("o", origin.port)], extra_defaults="    option http-buffer-request"), [port])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"PUT /u HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
+                  b"Connection: close\r\n\r\n")
+        assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"hello")
+        rest = recv_all(s)
+        assert rest.startswith(b"HTTP/1.1 200 OK") and b"100 Continue" not in rest
+        assert b"expect:" not in origin.requests[0].lower()
+        assert origin.requests[0].endswith(b"\r\n\r\nhello")
+    finally:
+        origin.close()
+
+
+def test_closing_after_a_response_does_not_reset_away_unread_pipelined_bytes(start_splicer):
+    """A client pipelines a second request behind one that says Connection: close. splicer
+    closes after the first response; closing with the second request unread would make the
+    kernel send a reset, which can destroy the response before the client reads it (RFC 9112
+    section 9.6: close in stages). The client, reading late, gets the whole response."""
+    body = bytes(range(256)) * 1024  # 256 KiB: more than the client reads before the close
+    origin = ScriptedOrigin(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                                                % (len(body), body)))
+    port = free_port()
+    start_splicer(http_config(port, [("o", origin.port)]), [port])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET /a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+                  b"GET /b HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(0.5)  # splicer has sent what fits and waits; the client reads only now
+        got = recv_all(s)
+        assert not got.endswith(b"<RST>"), len(got)
+        assert got.split(b"\r\n\r\n", 1)[1] == body
+        assert len(origin.requests) == 1
+    finally:
+        origin.close()
