@@ -149,18 +149,22 @@ which would make a list of hosts)."""
 
 _BARE_LF = re.compile(rb"(?<!\r)\n")
 _BARE_CR = re.compile(rb"\r(?!\n)")
+_CTL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # every CTL but HTAB, CR and LF
 
 
 def strict_syntax_error(head: bytes) -> str | None:
     """The first line-level violation in a head, or None (RFC 9112 sections 2.2 and 5.2).
 
     splicer takes the strict option the RFC allows everywhere: every line ends with CRLF (a
-    bare LF is refused, not accepted as a line end), a bare CR or a NUL anywhere is refused,
-    and obs-fold (a field line continued on the next line starting with SP or HTAB) is
-    refused. h11 alone would accept bare LF and unfold obs-fold.
+    bare LF is refused, not accepted as a line end), a bare CR, a NUL or any other control
+    character but HTAB is refused (RFC 9110 section 5.5 lets a recipient keep them; haproxy
+    refuses them too, and a downstream parser may split on them), and obs-fold (a field line
+    continued on the next line starting with SP or HTAB) is refused. h11 alone would accept
+    bare LF, control characters such as DEL, and unfold obs-fold.
     """
-    if b"\x00" in head:
-        return "NUL byte in head"
+    ctl = _CTL.search(head)
+    if ctl is not None:
+        return "NUL byte in head" if ctl.group() == b"\x00" else "control character in head"
     if _BARE_LF.search(head):
         return "bare LF line ending (CRLF required)"
     if _BARE_CR.search(head):

@@ -165,6 +165,8 @@ RESPONSES = [
          client_status=[502], client_closed=True, ref="RFC 9110 15.6.3"),
     Case("response-garbage", GET, origin=[[b"garbage garbage\r\n\r\n", HOLD]],
          client_status=[502], client_closed=True, ref="RFC 9110 15.6.3"),
+    Case("response-ctl-in-value", GET, origin=[[b"HTTP/1.1 200 OK\r\nX-A: a\x7fb\r\nContent-Length: 2\r\n\r\nok", HOLD]],
+         client_status=[502], client_closed=True, ref="RFC 9110 5.5 (strict choice: control characters refused)"),
     Case("response-bare-lf", GET, origin=[[b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok", HOLD]],
          client_status=[502], client_closed=True,
          alternatives=[{"client_status": [200], "client_bodies": [b"ok"], "client_closed": None}],
