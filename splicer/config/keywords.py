@@ -564,26 +564,13 @@ def _timeout(name: str) -> ParseFn:
     return parse
 
 
-def _parse_timeout_check(ctx: Context, args: Sequence[str]) -> None:
-    """haproxy ``timeout check <time>``: validated, then ignored with a warning."""
-    _need(args, 1, "'timeout check' expects a time value (default unit: ms)")
-    _no_extra("timeout check", args, 1)
-    try:
-        parse_time(args[0])
-    except ValueError as exc:
-        raise ArgError(f"'timeout check': {exc}") from None
-    ctx.warn(f"'timeout check' {IGNORED}")
-
-
 TIMEOUTS: dict[str, Keyword] = {
     name: Keyword(f"timeout {name}", sections, _timeout(name), doc_ref(f"timeout {name}"))
     for name, sections in (
         ("client", FRONT), ("http-request", FRONT), ("http-keep-alive", FRONT),
-        ("server", BACK), ("connect", BACK), ("queue", BACK), ("tunnel", BACK),
+        ("server", BACK), ("connect", BACK), ("queue", BACK), ("tunnel", BACK), ("check", BACK),
     )
 }
-TIMEOUTS["check"] = Keyword("timeout check", BACK, _parse_timeout_check,
-                            doc_ref("timeout check"))
 """``timeout X`` sub-keywords. Sections follow the model: client-side timeouts are read from
 the Frontend, server-side ones from the Backend (see docs/configuration.md for where this is
 stricter than haproxy)."""
@@ -707,6 +694,65 @@ def _header_rule(side: str) -> ParseFn:
     return parse
 
 
+HTTPCHK_METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # a token (RFC 9110 section 9.1)
+HTTPCHK_FIELD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t -~]*\Z")
+
+
+def _parse_httpchk(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``option httpchk [[<method>] <uri> [<version>]]``: key ``httpchk``, the whole
+    check request. Defaults as haproxy: ``OPTIONS / HTTP/1.0``; one argument is the URI.
+    haproxy's old way of adding fields in the version word (``"HTTP/1.1\\r\\nHost:\\ www"``)
+    is read too; an HTTP/1.1 check without Host gets a warning, as in haproxy nothing is
+    added. The request always ends with ``Connection: close``."""
+    _no_extra("option httpchk", args, 3)
+    method, uri, version = "OPTIONS", "/", "HTTP/1.0"
+    if len(args) == 1:
+        uri = args[0]
+    elif len(args) >= 2:
+        method, uri = args[0], args[1]
+        if len(args) == 3:
+            version = args[2]
+    lines = version.split("\r\n")
+    version, fields = lines[0], [f for f in lines[1:] if f]
+    if not HTTPCHK_METHOD.match(method):
+        raise ArgError(f"'option httpchk': invalid method '{method}'")
+    if not uri.startswith("/") or any(c in uri for c in " \t\r\n\x00") or not uri.isascii():
+        raise ArgError(f"'option httpchk': invalid URI '{uri}' (an absolute path such as /health)")
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        raise ArgError(f"'option httpchk': invalid HTTP version '{version}' (HTTP/1.0 or HTTP/1.1)")
+    for f in fields:
+        if not HTTPCHK_FIELD.match(f):
+            raise ArgError(f"'option httpchk': invalid header field '{f}'")
+    if version == "HTTP/1.1" and not any(f.lower().startswith("host:") for f in fields):
+        ctx.warn("'option httpchk': an HTTP/1.1 check without a Host field: most servers answer "
+                 "400 (RFC 9112 section 3.2); add one as haproxy allows: "
+                 "\"HTTP/1.1\\r\\nHost:\\ www.example.com\"")
+    head = "\r\n".join([f"{method} {uri} {version}", *fields, "Connection: close", "", ""])
+    ctx.set("httpchk", head.encode("ascii"))
+
+
+def _parse_http_check(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``http-check expect status <codes>``: key ``check_expect``, the (low, high)
+    ranges of a comma list of codes and ranges (``200``, ``200-399``, ``200,204``)."""
+    _need(args, 1, "'http-check' expects 'expect status <codes>'")
+    if args[0] != "expect":
+        raise ArgError(f"'http-check {args[0]}' is not supported (supported: http-check expect status <codes>)")
+    if len(args) < 2 or args[1] != "status":
+        shown = args[1] if len(args) > 1 else ""
+        raise ArgError(f"'http-check expect {shown}' is not supported (supported: http-check expect status <codes>)")
+    _need(args, 3, "'http-check expect status' expects a status code or range, e.g. 200 or 200-399")
+    _no_extra("http-check expect status", args, 3)
+    ranges = []
+    for part in args[2].split(","):
+        lo, sep, hi = part.partition("-")
+        a = parse_int(lo, "http-check expect status", 100, 599)
+        b = parse_int(hi, "http-check expect status", 100, 599) if sep else a
+        if b < a:
+            raise ArgError(f"'http-check expect status': empty range '{part}'")
+        ranges.append((a, b))
+    ctx.set("check_expect", tuple(ranges))
+
+
 ERRORFILE_CODES = (200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504)
 """Status codes `errorfile` may replace (haproxy's list)."""
 ERRORFILE_MAX = 16384
@@ -758,6 +804,7 @@ OPTIONS: dict[str, Keyword] = {
                                    doc_ref("option http-buffer-request"), negatable=True),
     "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
                             doc_ref("option abortonclose"), negatable=True),
+    "httpchk": Keyword("option httpchk", BACK, _parse_httpchk, doc_ref("option httpchk")),
     # Keep-alive is splicer's only HTTP connection mode, as it is haproxy's default one, so
     # the option (and its negation, which in haproxy falls back to that default) sets nothing.
     "http-keep-alive": Keyword("option http-keep-alive", PROXIES,
@@ -772,7 +819,7 @@ HAPROXY_OPTIONS = frozenset({
     "external-check", "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server", "http-ignore-probes",
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
-    "http-server-close", "http-use-proxy-header", "httpchk", "httpclose", "httplog",
+    "http-server-close", "http-use-proxy-header", "httpclose", "httplog",
     "httpslog", "independent-streams", "ldap-check", "log-health-checks",
     "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto", "persist",
     "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
@@ -842,6 +889,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),
+    _kw("http-check", BACK, _parse_http_check, "http-check expect"),
     _kw("http-request", FRONT_ONLY | BACK_ONLY, _header_rule("request")),
     _kw("http-response", FRONT_ONLY | BACK_ONLY, _header_rule("response")),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),

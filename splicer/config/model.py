@@ -14,7 +14,8 @@ class Timeouts:
     """haproxy `timeout` keywords, in seconds; None means the keyword was not set (infinite).
 
     Attributes mirror haproxy's names: `timeout client`, `server`, `connect`, `http-request`,
-    `http-keep-alive`, `queue`, `tunnel` (configuration.txt section 4.2, "timeout ...").
+    `http-keep-alive`, `queue`, `tunnel`, `check` (configuration.txt section 4.2,
+    "timeout ...").
     """
 
     client: float | None = None
@@ -24,6 +25,7 @@ class Timeouts:
     http_keep_alive: float | None = None
     queue: float | None = None
     tunnel: float | None = None
+    check: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,10 @@ class Backend:
             empty when the option is off.
         http_buffer_request: `option http-buffer-request`.
         abortonclose: `option abortonclose`: a request whose client has closed is not sent.
+        httpchk: `option httpchk`: the whole request a layer-7 health check sends (bytes),
+            or None for layer-4 checks (a TCP connect).
+        check_expect: `http-check expect status`: the (low, high) status ranges a check
+            response must fall in; empty means haproxy's default, any 2xx or 3xx.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`; they win over the
             frontend's.
         http_request / http_response: header rules of a `backend` section's `http-request` /
@@ -160,6 +166,8 @@ class Backend:
     forwarded: tuple[str, ...] = ()
     http_buffer_request: bool = False
     abortonclose: bool = False
+    httpchk: bytes | None = None
+    check_expect: tuple[tuple[int, int], ...] = ()
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()

@@ -43,7 +43,7 @@ from splicer.errors import ConfigError, ConfigErrors
 
 _ACCUMULATED = frozenset({"bind", "server", "http_request", "http_response"})
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
-_BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel")
+_BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel", "check")
 
 
 def resolve(raw: RawConfig) -> Config:
@@ -247,6 +247,8 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         forwarded=tuple(_value(settings, "forwarded", ())),  # type: ignore[arg-type]
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         abortonclose=bool(_value(settings, "abortonclose", False)),
+        httpchk=_value(settings, "httpchk", None),  # type: ignore[arg-type]
+        check_expect=tuple(_value(settings, "check_expect", ())),  # type: ignore[arg-type]
         errorfiles=_errorfiles(settings),
         http_request=_rules(section, "http_request") if section.kind == "backend" else (),
         http_response=_rules(section, "http_response") if section.kind == "backend" else (),

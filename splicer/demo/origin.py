@@ -8,6 +8,7 @@ carries ``X-Served-By: <name>``. Routes:
   GET  /close/<name>          the file close-delimited (no length; the server closes)
   GET  /die/<name>?after=N    announces the whole file's length, sends N bytes, then closes
   GET  /headers               the request head as JSON: {"method", "target", "headers": [[n, v]...]}
+  GET  /health                200 {"status": "ok", "server": name} (for option httpchk)
   POST or PUT anything        reads the body (Content-Length or chunked), answers JSON
                               {"size": bytes, "sha256": hex, "headers": [...]}
 """
@@ -57,6 +58,9 @@ class OriginHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         parts = url.path.strip("/").split("/", 1)
         kind, name = parts[0], parts[1] if len(parts) > 1 else ""
+        if kind == "health":  # for `option httpchk GET /health`
+            self._send_json({"status": "ok", "server": self.server.name})
+            return
         if kind == "headers":
             self._send_json({"method": self.command, "target": self.path,
                              "headers": [[k, v] for k, v in self.headers.items()]})

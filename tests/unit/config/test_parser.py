@@ -488,7 +488,7 @@ def test_ignored_global_keywords_warn():
     ]
 
 
-def test_log_and_timeout_check_warn_and_health_check_settings_do_not():
+def test_log_warns_and_timeout_check_and_health_check_settings_do_not():
     text = """\
         defaults
             log global
@@ -505,7 +505,6 @@ def test_log_and_timeout_check_warn_and_health_check_settings_do_not():
     assert warnings_of(text) == [
         "site.cfg:2: 'log' is accepted for haproxy compatibility and ignored",
         "site.cfg:3: 'no log' is accepted for haproxy compatibility and ignored",
-        "site.cfg:4: 'timeout check' is accepted for haproxy compatibility and ignored",
         ("site.cfg:9: 'option forwardfor' argument 'header X-Client' is accepted for haproxy "
         "compatibility and ignored"),
         ("site.cfg:9: 'option forwardfor' argument 'except 10.0.0.0/8' is accepted for haproxy "

@@ -570,3 +570,66 @@ def test_header_rules_are_refused_in_defaults():
             http-request set-header X-A 1
         """) == ["site.cfg:2: 'http-request' is not allowed in defaults section "
                  "(allowed in: frontend, listen, backend)"]
+
+
+# --- option httpchk, http-check expect, timeout check -----------------------------------------
+
+def test_httpchk_requests_and_expect():
+    config = cfg("""\
+        defaults
+            mode http
+            timeout check 3s
+        backend a
+            option httpchk
+        backend b
+            option httpchk /ping
+        backend c
+            option httpchk HEAD /h "HTTP/1.1\\r\\nHost:\\ www.example\\r\\nX-Check:\\ 1"
+            http-check expect status 200-299,304
+        backend d
+        """)
+    be = config.backends
+    assert be["a"].httpchk == b"OPTIONS / HTTP/1.0\r\nConnection: close\r\n\r\n"
+    assert be["b"].httpchk == b"OPTIONS /ping HTTP/1.0\r\nConnection: close\r\n\r\n"
+    assert be["c"].httpchk == (b"HEAD /h HTTP/1.1\r\nHost: www.example\r\nX-Check: 1\r\n"
+                               b"Connection: close\r\n\r\n")
+    assert be["c"].check_expect == ((200, 299), (304, 304))
+    assert be["d"].httpchk is None and be["d"].check_expect == ()
+    assert be["a"].timeouts.check == 3.0
+
+
+def test_httpchk_http11_without_host_warns():
+    config = cfg("""\
+        backend a
+            option httpchk GET /health HTTP/1.1
+        """)
+    assert any("site.cfg:2: 'option httpchk': an HTTP/1.1 check without a Host field" in w
+               for w in config.warnings)
+
+
+def test_httpchk_and_http_check_errors():
+    assert errors_of("""\
+        backend a
+            option httpchk GET health
+            option httpchk GET / HTTP/2
+            option httpchk "GET\\ X" /
+            option httpchk GET / HTTP/1.1 extra
+            http-check expect status 600
+            http-check expect status 300-200
+            http-check expect rstatus ^2
+            http-check send meth GET
+        frontend f
+            bind :80
+            default_backend a
+            option httpchk
+        """) == [
+        "site.cfg:2: 'option httpchk': invalid URI 'health' (an absolute path such as /health)",
+        "site.cfg:3: 'option httpchk': invalid HTTP version 'HTTP/2' (HTTP/1.0 or HTTP/1.1)",
+        "site.cfg:4: 'option httpchk': invalid method 'GET X'",
+        "site.cfg:5: 'option httpchk' cannot handle unexpected argument 'extra'",
+        "site.cfg:6: 'http-check expect status' must be between 100 and 599, got 600",
+        "site.cfg:7: 'http-check expect status': empty range '300-200'",
+        "site.cfg:8: 'http-check expect rstatus' is not supported (supported: http-check expect status <codes>)",
+        "site.cfg:9: 'http-check send' is not supported (supported: http-check expect status <codes>)",
+        "site.cfg:13: 'option httpchk' is not allowed in frontend 'f' (allowed in: defaults, listen, backend)",
+    ]
