@@ -29,9 +29,10 @@ class _Watch:
 
     Registering a reader and removing it around every wait costs uvloop a poll handle each
     time (epoll_ctl ADD and DEL, an ioctl, a handle close: about 8 syscalls per wait). A
-    watch stays registered after its wait ends; the loop's callback drops it the first time
-    it fires with nobody waiting (the fd is level-triggered, so data left unread, such as a
-    body kept in the kernel for splice, would otherwise wake the loop again and again).
+    watch stays registered after its wait ends (each wait re-arms it, which costs nothing
+    while the poll runs); the loop's callback drops it the first time it fires with nobody
+    waiting (the fd is level-triggered, so data left unread, such as a body kept in the
+    kernel for splice, would otherwise wake the loop again and again).
     """
 
     __slots__ = ("loop", "sock", "fd", "fut", "woken")
@@ -92,6 +93,13 @@ async def wait_readable(loop: asyncio.AbstractEventLoop, sock: socket.socket, ti
             _drop(w)  # stale: an earlier socket (closed without forget) had this fd number
         w = _Watch(loop, sock, fd)
         _WATCHES[fd] = w
+    # Armed on every wait: when the socket reports an error (a reset), libuv stops the poll
+    # and uvloop closes it, and only a new one watches again. On a poll still running,
+    # uvloop's add_reader just swaps the callback handle: no syscall.
+    try:
+        loop.add_reader(fd, _on_readable, w)
+    except RuntimeError:  # "the handler is closed": replace the poll uvloop closed
+        loop.remove_reader(fd)
         loop.add_reader(fd, _on_readable, w)
     fut = loop.create_future()
     w.fut = fut
@@ -114,7 +122,15 @@ async def wait_writable(loop: asyncio.AbstractEventLoop, fd: int, timeout: float
         TimeoutError: still blocked after `timeout` seconds.
     """
     fut = loop.create_future()
-    loop.add_writer(fd, _wake, fut)
+    try:
+        loop.add_writer(fd, _wake, fut)
+    except RuntimeError:  # uvloop closed the fd's poll after a socket error: start anew
+        w = _WATCHES.get(fd)
+        if w is not None:
+            _drop(w)
+        else:
+            loop.remove_reader(fd)
+        loop.add_writer(fd, _wake, fut)
     timer = loop.call_later(timeout, _expire, fut) if timeout is not None else None
     try:
         await fut

@@ -119,3 +119,27 @@ def test_a_socket_closed_without_forget_does_not_blind_the_next_one(loop):
     io.forget(mine)
     c.close()
     d.close()
+
+
+def test_a_reset_wakes_every_wait_until_the_socket_is_read(loop):
+    """libuv stops a poll by itself when the socket reports an error: a wait after the one a
+    reset woke must still return (the socket stays readable with its error), or a stream
+    that waits again before reading would hang until its timeout."""
+    import struct
+    ls = socket.create_server(("127.0.0.1", 0))
+    c = socket.create_connection(ls.getsockname())
+    c.setblocking(False)
+    s, _ = ls.accept()
+
+    async def main():
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        loop.call_later(0.02, s.close)
+        await io.wait_readable(loop, c, 2.0)   # woken by the reset
+        await io.wait_readable(loop, c, 1.0)   # not read yet: must return at once
+        with pytest.raises(ConnectionResetError):
+            c.recv(10)
+
+    loop.run_until_complete(main())
+    io.forget(c)
+    c.close()
+    ls.close()
