@@ -14,8 +14,9 @@ chunked` in chunks of exactly S bytes (S = 4 KiB .. 1 MiB), keep-alive, from a m
 sendfile(2). Two splicer instances (nbthread 1, tune.pipesize 1048576, crossover.py's
 configuration) run side by side on CPU 1:
 
-    A  option splice-request + option splice-response: every chunk of at least 4 KiB
-       (MIN_SPLICE_FORWARD) is spliced (socket -> pipe -> socket, on the engine thread);
+    A  option splice-request + option splice-response: the whole body is one engine job
+       (SPL_JOB_CHUNKED): the engine thread peeks each size line, checks it, and splices
+       lines and chunk data (socket -> pipe -> socket) with no Python step per chunk;
     B  no splice option: every chunk is copied through user space.
 
 For every chunk size bulkget (CPU 0) fetches /c/S on 8 keep-alive connections for --duration
@@ -25,7 +26,8 @@ moved. The table shows medians over --rounds rounds; B - A is the CPU saved by s
 crossover is the smallest chunk size from which splicing costs less than copying at every
 larger size measured too. Checks: bulkget counts the chunks and framing bytes it received
 (so the chunks reached the client as the origin cut them), and splicer's counters (SIGUSR1)
-show that A spliced all chunk data and copied only the framing, and B copied everything.
+show that A spliced the whole body (framing and data: one engine job per body, which reads
+the size lines itself) and that B copied everything.
 
 Outputs (in --out): chunk_crossover.md (also printed) and chunk_crossover.json (every raw
 sample). Exit status: 0 on success, 1 when a sample had errors or a check failed, 2 when it
@@ -107,7 +109,8 @@ def sample(svc: Service, variant: str, port: int, chunk: int, total: int, durati
         if reqs:
             s["engine_jobs_per_chunk"] = s["engine_jobs"] / (reqs * nchunks)
         data, frame = raw.get("body_bytes", 0), reqs * framing
-        want = {"A": (data, frame), "B": (0, data + frame)}[variant]
+        # A: the whole body is one engine job (SPL_JOB_CHUNKED) that splices framing and data
+        want = {"A": (data + frame, 0), "B": (0, data + frame)}[variant]
         if (s.get("spliced"), s.get("copied")) != want and not s.get("errors"):
             checks.append(f"splicer counted spliced {s.get('spliced')} / copied {s.get('copied')} bytes, expected "
                           f"{want[0]} / {want[1]} (chunk data {data} + framing {frame})")
@@ -191,9 +194,9 @@ def markdown(res: dict) -> str:
             "\"rounds A < B\" counts the rounds (A and B measured back to back) where A cost less. CPU % is of "
             "the proxy's one core: at 100 % the proxy set the pace, below it CPU 0 (bulkget + origin) did. "
             "Spliced share is splicer's own `spliced` / (`spliced` + `copied`) byte counters over the samples: in "
-            "A the copied part is the chunk framing (size lines and CRLFs), which is always forwarded from user "
-            "space. Engine jobs per chunk: the engine thread's `jobs_done` over the chunks relayed (1: every "
-            "chunk was one splice job handed to the engine thread). CPU time is counted in clock ticks (10 ms) "
+            "A the engine relays the whole chunked body, framing included, through its pipe (100 %). Engine jobs "
+            "per chunk: the engine thread's `jobs_done` over the chunks relayed (1 / chunks per response: one "
+            "job per body, the engine reads every size line itself). CPU time is counted in clock ticks (10 ms) "
             "and the machine may be shared: small differences mean little."), ""]
     out += [*bench.machine_md(res["machine"]), ""]
     return "\n".join(out)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 #define SPL_TICK_MS 50          /* timeout check period while a job has an idle timeout */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
+#define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
 
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
@@ -63,6 +65,7 @@ struct spl_dir {
 struct spl_slot {
 	struct spl_job job;
 	struct spl_dir dir[2]; /* [0] src->dst, [1] dst->src (tunnels only) */
+	struct spl_chunk chunk; /* SPL_JOB_CHUNKED: where the body's framing is */
 	int reg[2];            /* fds registered in epoll for src and dst, -1 when none */
 	int dup[2];            /* dups we own when the fd was already registered, else -1 */
 	uint64_t last_ms;      /* when the idle timeout last restarted (or the job started) */
@@ -252,6 +255,139 @@ static void spl_make_ready(struct spl_engine *e, struct spl_slot *s)
 	}
 }
 
+/* Counts a pump's bytes toward the idle timeout: a body's timeout restarts only once
+ * SPL_MIN_PROGRESS bytes moved since its last start, so a peer trickling a byte now and then
+ * cannot hold the job forever; a tunnel (interactive: small messages are normal) restarts on
+ * any byte. */
+static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct spl_move *mv, int tunnel)
+{
+	s->progress += mv->bytes_in + mv->bytes_out;
+	if (s->progress >= (tunnel ? 1u : SPL_MIN_PROGRESS)) {
+		s->last_ms = e->now_ms;
+		s->progress = 0;
+	}
+}
+
+/* True when src's peer has shut down its writing side (poll POLLRDHUP, no wait). */
+static int spl_src_closed(int fd)
+{
+	struct pollfd p;
+
+	p.fd = fd;
+	p.events = POLLRDHUP;
+	p.revents = 0;
+	while (poll(&p, 1, 0) == -1) {
+		if (errno != EINTR)
+			return 1; /* cannot tell: treat as closed rather than wait forever */
+	}
+	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/* Runs a chunked body (SPL_JOB_CHUNKED). The framing lines are read from a peek of src and
+ * checked by spl_chunk_line(); then the lines, and after a size line its chunk data, are
+ * spliced through the pipe like any bytes, segment by segment. So the body is forwarded
+ * verbatim and never read past its end (a pipelined request or a reused server connection
+ * stays in the socket), and no byte of it enters user space except the peeked framing. */
+static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_dir *dir = &s->dir[0];
+	struct spl_chunk *c = &s->chunk;
+	char buf[SPL_CHUNK_MAX_LINE];
+	struct spl_move mv;
+	ssize_t n;
+	size_t off;
+	int turns;
+
+	for (turns = 0; turns < SPL_CHUNK_TURNS; turns++) {
+		if (dir->left > 0) {
+			if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
+				spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
+				return;
+			}
+			dir->moved += mv.bytes_out;
+			dir->left -= mv.bytes_in;
+			spl_progress(e, s, &mv, 0);
+			dir->wait = SPL_WAIT_NONE;
+			switch (mv.how) {
+			case SPL_STOP_DONE:
+				break; /* the segment is through and the pipe is empty */
+			case SPL_STOP_SRC_AGAIN:
+				dir->wait = SPL_WAIT_SRC;
+				return;
+			case SPL_STOP_DST_AGAIN:
+				dir->wait = SPL_WAIT_DST;
+				return;
+			case SPL_STOP_BUDGET:
+				spl_make_ready(e, s);
+				return;
+			case SPL_STOP_EOF:
+				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+				return;
+			case SPL_STOP_SRC_ERROR:
+				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_SRC);
+				return;
+			default: /* SPL_STOP_DST_ERROR */
+				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_DST);
+				return;
+			}
+		}
+		if (c->state == SPL_CHUNK_END) {
+			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+			return;
+		}
+		if (c->state == SPL_CHUNK_DATA) { /* its size line went out: now the chunk data */
+			dir->left = c->data;
+			c->data = 0;
+			c->state = SPL_CHUNK_CRLF;
+			continue;
+		}
+		n = recv(dir->src, buf, sizeof(buf), MSG_PEEK);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				dir->wait = SPL_WAIT_SRC;
+				return;
+			}
+			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_SRC);
+			return;
+		}
+		if (n == 0) {
+			spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+			return;
+		}
+		/* every whole line the peek shows, up to a chunk's data or the end */
+		off = 0;
+		while (off < (size_t)n && c->state != SPL_CHUNK_DATA && c->state != SPL_CHUNK_END) {
+			const char *lf = memchr(buf + off, '\n', (size_t)n - off);
+			size_t len;
+
+			if (lf == NULL)
+				break;
+			len = (size_t)(lf - (buf + off)) + 1;
+			if (spl_chunk_line(c, buf + off, len) != 0) {
+				spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC);
+				return;
+			}
+			off += len;
+		}
+		if (off == 0) { /* not one whole line yet */
+			if ((size_t)n >= sizeof(buf)) {
+				spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC); /* too long */
+				return;
+			}
+			if (spl_src_closed(dir->src)) {
+				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+				return;
+			}
+			dir->wait = SPL_WAIT_SRC; /* edge-triggered: more bytes wake us */
+			return;
+		}
+		dir->left = off; /* forward the lines verbatim */
+	}
+	spl_make_ready(e, s); /* many small segments in a row: let other jobs run */
+}
+
 /* Runs every unfinished direction of the job until each would block, ends or uses its
  * budget; finishes the job when it is over. */
 static void spl_run(struct spl_engine *e, struct spl_slot *s)
@@ -261,6 +397,10 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 	struct spl_move mv;
 	int d;
 
+	if (s->job.flags & SPL_JOB_CHUNKED) {
+		spl_run_chunked(e, s);
+		return;
+	}
 	for (d = 0; d < ndir; d++) {
 		struct spl_dir *dir = &s->dir[d];
 		uint32_t src_side = d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST;
@@ -275,14 +415,7 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 		dir->moved += mv.bytes_out;
 		if (dir->left != UINT64_MAX)
 			dir->left -= mv.bytes_in;
-		/* a body's idle timeout restarts only once SPL_MIN_PROGRESS bytes moved since its
-		 * last start: a peer trickling a byte now and then cannot hold the job forever. A
-		 * tunnel (interactive: small messages are normal) restarts on any byte. */
-		s->progress += mv.bytes_in + mv.bytes_out;
-		if (s->progress >= (tunnel ? 1u : SPL_MIN_PROGRESS)) {
-			s->last_ms = e->now_ms;
-			s->progress = 0;
-		}
+		spl_progress(e, s, &mv, tunnel);
 		dir->wait = SPL_WAIT_NONE;
 		switch (mv.how) {
 		case SPL_STOP_SRC_AGAIN:
@@ -339,7 +472,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		e->timed++;
 	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = job->dst_fd;
-	s->dir[0].left = tunnel ? UINT64_MAX : job->max_bytes;
+	s->dir[0].left = tunnel ? UINT64_MAX : (job->flags & SPL_JOB_CHUNKED) ? 0 : job->max_bytes;
 	s->dir[1].src = job->dst_fd;
 	s->dir[1].dst = job->src_fd;
 	s->dir[1].left = UINT64_MAX;
@@ -589,7 +722,8 @@ int spl_submit(struct spl_engine *e, const struct spl_job *job)
 	int rc;
 
 	if (e == NULL || job == NULL || job->src_fd < 0 || job->dst_fd < 0 || job->src_fd == job->dst_fd ||
-	    (!(job->flags & SPL_JOB_TUNNEL) && job->max_bytes == 0))
+	    (!(job->flags & (SPL_JOB_TUNNEL | SPL_JOB_CHUNKED)) && job->max_bytes == 0) ||
+	    ((job->flags & SPL_JOB_CHUNKED) && (job->flags & (SPL_JOB_TUNNEL | SPL_JOB_SHUT_WR_ON_EOF))))
 		return -EINVAL;
 	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) >= e->cfg.maxjobs)
 		return -EAGAIN;

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 2
+ABI = 3
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -290,12 +290,56 @@ class EngineHandle:
             self._e = None
 
 
+class ChunkLines:
+    """The C chunked-framing checker (native/src/chunked.c, spl_chunk_line), one per body.
+
+    The engine uses it for SPL_JOB_CHUNKED jobs; Python uses it only in tests, to prove
+    that it and splicer/http/chunked.py's ChunkedReader agree line by line.
+    """
+
+    SIZE, DATA, CRLF, TRAILER, END = (lib.SPL_CHUNK_SIZE, lib.SPL_CHUNK_DATA, lib.SPL_CHUNK_CRLF,
+                                      lib.SPL_CHUNK_TRAILER, lib.SPL_CHUNK_END)
+
+    def __init__(self) -> None:
+        self._c = ffi.new("struct spl_chunk *")
+
+    @property
+    def state(self) -> int:
+        """Where the reader is (SIZE, DATA, CRLF, TRAILER or END)."""
+        return self._c.state
+
+    @property
+    def data(self) -> int:
+        """In state DATA: the chunk's size, bytes."""
+        return self._c.data
+
+    def feed(self, line: bytes) -> bool:
+        """Feed one line through its first LF; False for a framing error (-EPROTO).
+
+        Raises:
+            EngineError: fed in state DATA or END (-EINVAL).
+        """
+        rc = lib.spl_chunk_line(self._c, line, len(line))
+        if rc == -_errno.EPROTO:
+            return False
+        if rc != 0:
+            _raise(rc, "spl_chunk_line")
+        return True
+
+    def data_done(self) -> None:
+        """The chunk's data was moved: a CRLF line comes next."""
+        self._c.data = 0
+        self._c.state = lib.SPL_CHUNK_CRLF
+
+
 JOB_TUNNEL = lib.SPL_JOB_TUNNEL
 JOB_SHUT_WR_ON_EOF = lib.SPL_JOB_SHUT_WR_ON_EOF
+JOB_CHUNKED = lib.SPL_JOB_CHUNKED
 END_DONE = lib.SPL_END_DONE
 END_PEER_CLOSED = lib.SPL_END_PEER_CLOSED
 END_ERROR = lib.SPL_END_ERROR
 END_TIMEOUT = lib.SPL_END_TIMEOUT
 END_CANCELLED = lib.SPL_END_CANCELLED
 END_NOPIPE = lib.SPL_END_NOPIPE
+END_BAD_FRAMING = lib.SPL_END_BAD_FRAMING
 SIDE_SRC = lib.SPL_SIDE_SRC

@@ -28,6 +28,7 @@ class JobEnd(Enum):
     TIMEOUT = binding.END_TIMEOUT
     CANCELLED = binding.END_CANCELLED
     NOPIPE = binding.END_NOPIPE
+    BAD_FRAMING = binding.END_BAD_FRAMING
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,9 @@ class SpliceJob:
         max_bytes: bytes to move; None = until src's end of stream (ignored for tunnels).
         tunnel: move both ways until both directions reached EOF, forwarding each half-close.
         shut_wr_on_eof: for an until-EOF job, shutdown(dst, SHUT_WR) at EOF.
+        chunked: one chunked body, forwarded verbatim: the engine checks its framing lines
+            (native/src/chunked.c) and splices lines and data; max_bytes is ignored. It ends
+            BAD_FRAMING on a framing error.
         src_idle: seconds the job may wait on src for data (None: no limit); for a tunnel,
             seconds without a byte in either direction.
         dst_idle: seconds the job may wait on dst for room (None: no limit).
@@ -49,6 +53,7 @@ class SpliceJob:
     max_bytes: int | None = None
     tunnel: bool = False
     shut_wr_on_eof: bool = False
+    chunked: bool = False
     src_idle: float | None = None
     dst_idle: float | None = None
 
@@ -120,7 +125,8 @@ class Engine:
         """
         job_id = self._next
         self._next += 1
-        flags = (binding.JOB_TUNNEL if job.tunnel else 0) | (binding.JOB_SHUT_WR_ON_EOF if job.shut_wr_on_eof else 0)
+        flags = ((binding.JOB_TUNNEL if job.tunnel else 0) | (binding.JOB_SHUT_WR_ON_EOF if job.shut_wr_on_eof else 0)
+                 | (binding.JOB_CHUNKED if job.chunked else 0))
         self._h.submit(job_id, job.src_fd, job.dst_fd, UNTIL_EOF if job.max_bytes is None else job.max_bytes,
                        flags, _ms(job.src_idle), _ms(job.dst_idle))
         fut = self.loop.create_future()

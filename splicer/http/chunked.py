@@ -11,11 +11,14 @@ does not take arbitrary bytes; it says what it needs next:
   - Need.DONE: the message ended (last-chunk and trailer section read).
 
 Lines are forwarded verbatim; the rules are RFC 9112's, strict: hex sizes without sign or
-overflow, line endings CRLF, bounded chunk extensions and trailer section.
+overflow, line endings CRLF, no control character but HTAB, bounded chunk extensions and
+trailer section. native/src/chunked.c applies the same rules for the engine's chunked relay
+(tests/unit/engine/test_chunk_line.py feeds both the same lines).
 Nothing here does I/O.
 """
 from __future__ import annotations
 
+import re
 from enum import Enum
 
 from splicer.http.framing import FramingError
@@ -37,6 +40,7 @@ _MAX_SIZE_DIGITS = 16  # 64-bit sizes: bodies larger than 4 GiB work, overflow i
 _MAX_SIZE = 2**63 - 1  # the same bound as Content-Length (framing.py)
 
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+_CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # every control character but HTAB
 
 
 class ChunkedReader:
@@ -69,6 +73,8 @@ class ChunkedReader:
         if len(line) > MAX_LINE:
             raise FramingError("chunked line too long")
         body = line[:-2]
+        if _CTL.search(body):
+            raise FramingError("control character in a chunked line")  # CR, NUL... (RFC 9110 5.5)
         if self._state == "size":
             size_part = body.split(b";", 1)[0]
             if b";" in body:

@@ -34,8 +34,9 @@ Measured (benchmarks/crossover.py, 2026-11-29, this 2-CPU machine): splicing a b
 the engine cost 35-80 us more CPU per request than copying it up to 128 KiB, and saved
 65 us at 256 KiB and 410 us at 1 MiB; the break-even lies between 128 and 224 KiB."""
 CHUNK_SPLICE_AUTO_MIN = 131072
-"""`option splice-auto` splices the data of a chunk (of a chunked body) of at least this many
-bytes.
+"""When a chunked body is relayed by the loop (no engine, or no pipe for it), `option
+splice-auto` splices the data of a chunk of at least this many bytes. (With the engine, the
+whole body is one job, cheaper than copying at every chunk size: see Mover.move_chunked.)
 
 Measured (benchmarks/chunk_crossover.py, 2026-11-29, this 2-CPU machine, 4 MiB bodies):
 splicing chunk data cost more CPU than copying it up to 64 KiB chunks and saved CPU on the
@@ -219,6 +220,31 @@ class Mover:
             res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
         return res
 
+    async def _engine_chunked(self, src: Side, dst: Side) -> Result | None:
+        """Relay a whole chunked body on the engine thread (SPL_JOB_CHUNKED): it checks the
+        framing lines with native/src/chunked.c (ChunkedReader's rules) and splices lines
+        and data verbatim. None when it could not take the job (nothing moved)."""
+        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), chunked=True,
+                        src_idle=src.timeout, dst_idle=dst.timeout)
+        try:
+            c = await self.engine.splice(job)
+        except EngineBusy:
+            return None
+        if c.end is JobEnd.NOPIPE:
+            return None
+        res = Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
+        if c.end is JobEnd.DONE:
+            return res
+        if c.end is JobEnd.BAD_FRAMING:
+            res.end = End.BAD_FRAMING
+        elif c.end is JobEnd.PEER_CLOSED:
+            res.end = End.SRC_EOF
+        elif c.end is JobEnd.TIMEOUT:
+            res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
+        else:
+            res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
+        return res
+
     async def tunnel(self, a: socket.socket, b: socket.socket, idle: float | None) -> tuple[Result, Result] | None:
         """Run a two-way tunnel on the engine thread until both directions reached EOF.
 
@@ -318,14 +344,23 @@ class Mover:
     async def move_chunked(self, src: Side, dst: Side, policy: SplicePolicy, dechunk: bool = False) -> Result:
         """Relay one chunked body verbatim, never reading past its end.
 
-        Size lines, the CRLF after each chunk and trailers are read line by line (peek, then
-        exact reads) and forwarded as received; chunk data goes through move(), so a big
-        chunk is spliced and a small one copied (chunk-aware splicing). With `dechunk`, only
-        the chunk data is forwarded (for an HTTP/1.0 client; the connection end delimits it).
+        When the direction splices (any policy but NEVER) and the engine runs, the whole
+        body is one engine job (SPL_JOB_CHUNKED): the engine reads each framing line with a
+        peek, checks it (native/src/chunked.c, the same rules as ChunkedReader), and splices
+        lines and chunk data verbatim, with no Python step per chunk. Otherwise (no engine,
+        no pipe, or `dechunk`), size lines, the CRLF after each chunk and trailers are read
+        line by line here (peek, then exact reads) and forwarded as received, and chunk data
+        goes through move(), so a big chunk is spliced and a small one copied. With
+        `dechunk`, only the chunk data is forwarded (for an HTTP/1.0 client; the connection
+        end delimits it).
 
         Returns:
             Result; End.BAD_FRAMING for a malformed body (the caller closes both sides).
         """
+        if not dechunk and self.engine is not None and self.pool is not None and policy.wants(None):
+            res = await self._engine_chunked(src, dst)
+            if res is not None:
+                return res
         reader = ChunkedReader()
         res = Result(End.DONE)
         loop = self.loop

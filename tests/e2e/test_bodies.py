@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from splicer.runtime.transfer import CHUNK_SPLICE_AUTO_MIN
-from tests.e2e.helpers import ScriptedOrigin, free_port, http_config
+from tests.e2e.helpers import free_port, http_config
 
 
 @pytest.fixture
@@ -151,26 +150,3 @@ def test_origin_dying_mid_spliced_body_closes_client_short(proxy, www):
         resp.read()
     assert len(exc.value.partial) == 100000000  # every byte the origin sent, and not one more
 
-
-def test_splice_auto_splices_big_chunks_and_copies_small_ones(start_splicer):
-    """Chunk-aware splicing: under option splice-auto each chunk's data is spliced from
-    CHUNK_SPLICE_AUTO_MIN (128 KiB, benchmarks/chunk_crossover.py) and copied below it; size
-    lines and the last chunk are always copied. The client gets the body byte-exact."""
-    big, small = os.urandom(CHUNK_SPLICE_AUTO_MIN + 7), os.urandom(CHUNK_SPLICE_AUTO_MIN - 1)
-    body = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(big), big, len(small), small)
-    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-    origin = ScriptedOrigin(lambda c: c.sendall(head + body))
-    port = free_port()
-    sp = start_splicer(http_config(port, [("o", origin.port)]), [port])
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        got = b""
-        while chunk := s.recv(1 << 20):
-            got += chunk
-        assert got.split(b"\r\n\r\n", 1)[1] == body
-        fe = sp.stats()["frontends"]["www"]
-        assert fe["spliced"] == len(big)
-        assert fe["copied"] == len(body) - len(big)
-    finally:
-        origin.close()

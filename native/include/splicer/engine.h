@@ -10,9 +10,10 @@
 #ifndef SPLICER_ENGINE_H
 #define SPLICER_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#define SPL_ENGINE_ABI 2
+#define SPL_ENGINE_ABI 3
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -86,12 +87,44 @@ int spl_pump(struct spl_pool *pool, struct spl_pipe *pipe, int src, int dst,
 /* Copies the pool's counters into *out. */
 void spl_pool_stats(const struct spl_pool *pool, struct spl_stats *out);
 
+/* ---- chunked framing (RFC 9112 section 7.1) --------------------------------------------- */
+
+#define SPL_CHUNK_MAX_LINE 4096      /* longest chunk-size or trailer line, with its CRLF */
+#define SPL_CHUNK_MAX_TRAILERS 16384 /* largest trailer section, bytes */
+
+/* Where a chunked body's reader is (struct spl_chunk.state). */
+enum spl_chunk_state {
+	SPL_CHUNK_SIZE = 0,    /* a chunk-size line comes next */
+	SPL_CHUNK_DATA = 1,    /* `data` bytes of chunk data come next (then SPL_CHUNK_CRLF) */
+	SPL_CHUNK_CRLF = 2,    /* the CRLF that ends a chunk's data comes next */
+	SPL_CHUNK_TRAILER = 3, /* trailer field lines, up to an empty line, come next */
+	SPL_CHUNK_END = 4,     /* the message is complete */
+};
+
+/* A chunked body's reader: the same rules as splicer/http/chunked.py's ChunkedReader. */
+struct spl_chunk {
+	uint64_t data;          /* SPL_CHUNK_DATA: the chunk's size in bytes */
+	uint32_t state;         /* enum spl_chunk_state */
+	uint32_t trailer_bytes; /* trailer section bytes so far */
+};
+
+/* Feeds one whole line (through its first LF) in state SIZE, CRLF or TRAILER; the caller
+ * moves the chunk data itself and then sets state to SPL_CHUNK_CRLF. Strict: CRLF line
+ * endings, no control character but HTAB, hex sizes of at most 16 digits and 2^63-1, lines
+ * of at most SPL_CHUNK_MAX_LINE bytes, trailer fields with a colon and no leading blank, a
+ * trailer section of at most SPL_CHUNK_MAX_TRAILERS bytes. Returns 0, -EPROTO for a framing
+ * error (the message must be abandoned), -EINVAL when called in state DATA or END. */
+int spl_chunk_line(struct spl_chunk *c, const char *line, size_t len);
+
 /* ---- the engine ------------------------------------------------------------------------ */
 
 /* Job flags (struct spl_job.flags). */
 enum spl_job_flag {
 	SPL_JOB_TUNNEL = 1,         /* two-way: src<->dst until both directions reached EOF */
 	SPL_JOB_SHUT_WR_ON_EOF = 2, /* one-way until EOF: shutdown(dst, SHUT_WR) at EOF */
+	SPL_JOB_CHUNKED = 4,        /* one chunked body, forwarded verbatim: the engine reads the
+	                             * framing lines (spl_chunk_line) and splices lines and data;
+	                             * max_bytes is ignored */
 };
 
 /* How a job ended (struct spl_done.how). */
@@ -102,6 +135,7 @@ enum spl_end {
 	SPL_END_TIMEOUT = 3,     /* the side in `side` was idle past its idle_ms */
 	SPL_END_CANCELLED = 4,   /* spl_cancel() */
 	SPL_END_NOPIPE = 5,      /* no pipe free (tune.maxpipes): nothing moved, copy instead */
+	SPL_END_BAD_FRAMING = 6, /* SPL_JOB_CHUNKED: invalid chunked framing from src (-EPROTO) */
 };
 
 /* Which fd an end refers to (struct spl_done.side). */
