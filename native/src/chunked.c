@@ -25,6 +25,13 @@ static int spl_hexval(unsigned char ch)
 	return -1;
 }
 
+/* RFC 9110 section 5.6.2 tchar */
+static int spl_tchar(unsigned char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch != 0 && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
 int spl_chunk_line(struct spl_chunk *c, const char *line, size_t len)
 {
 	size_t body, end, i;
@@ -81,7 +88,11 @@ int spl_chunk_line(struct spl_chunk *c, const char *line, size_t len)
 		c->trailer_bytes += (uint32_t)len;
 		if (c->trailer_bytes > SPL_CHUNK_MAX_TRAILERS)
 			return -EPROTO;
-		if (line[0] == ' ' || line[0] == '\t' || memchr(line, ':', body) == NULL)
+		/* a field line: field-name (a token, RFC 9110 section 5.1) ":" value */
+		for (i = 0; i < body && line[i] != ':'; i++)
+			if (!spl_tchar((unsigned char)line[i]))
+				return -EPROTO;
+		if (i == 0 || i == body)
 			return -EPROTO;
 		return 0;
 	}

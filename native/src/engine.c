@@ -299,7 +299,9 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 	int turns;
 
 	for (turns = 0; turns < SPL_CHUNK_TURNS; turns++) {
-		if (dir->left > 0) {
+		/* also when only the pipe holds bytes: a segment read whole while dst was full
+		 * must reach dst before the next line is read, or the job ends */
+		if (dir->left > 0 || dir->pipe->data > 0) {
 			if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
 				spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
 				return;

@@ -40,6 +40,7 @@ _MAX_SIZE_DIGITS = 16  # 64-bit sizes: bodies larger than 4 GiB work, overflow i
 _MAX_SIZE = 2**63 - 1  # the same bound as Content-Length (framing.py)
 
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+_FIELD_NAME = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:")  # RFC 9110 section 5.1 token, then ":"
 _CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # every control character but HTAB
 
 
@@ -100,8 +101,8 @@ class ChunkedReader:
             self._trailer_bytes += len(line)
             if self._trailer_bytes > MAX_TRAILERS:
                 raise FramingError("trailer section too large")
-            if b":" not in body or body[:1] in (b" ", b"\t"):
-                raise FramingError("invalid trailer field")
+            if not _FIELD_NAME.match(body):
+                raise FramingError("invalid trailer field")  # a field line: token ":" value
 
     def data_done(self, n: int) -> None:
         """Record that `n` bytes of chunk data were moved (0 < n <= data_left)."""

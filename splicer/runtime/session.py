@@ -50,6 +50,9 @@ _RETRY_ON = object()  # a `retry-on` event before any response byte reached the 
 SMALL_BODY = 65536
 """A copied response body up to this size is read at once and sent with its head."""
 
+BODY_GRACE = 0.25
+"""Seconds a relayed response waits for its request body's transfer to report its end."""
+
 LINGER = 1.0
 """Seconds a closing client connection with unread bytes is drained before the close."""
 
@@ -408,6 +411,14 @@ class HttpSession:
             self._abort_client(reset=(fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR)
 
         if body_task is not None:
+            if not body_task.done():
+                # An engine job may have moved the whole body and not be reaped yet (the
+                # server can answer between the last splice and the completion): give the
+                # completion a moment before concluding that the server answered early.
+                try:
+                    await asyncio.wait_for(asyncio.shield(body_task), BODY_GRACE)
+                except (TimeoutError, asyncio.TimeoutError):
+                    pass
             if not body_task.done():
                 # the server answered before taking the whole body: neither side can go on
                 ok = False

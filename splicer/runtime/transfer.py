@@ -364,16 +364,26 @@ class Mover:
         reader = ChunkedReader()
         res = Result(End.DONE)
         loop = self.loop
+        # One idle clock for the whole body, restarted only once MIN_PROGRESS bytes moved (the
+        # engine's rule): a body trickled in tiny chunks cannot restart it line by line.
+        mark, progress = loop.time(), 0
+
+        def left() -> float | None:
+            return None if src.timeout is None else max(0.0, mark + src.timeout - loop.time())
+
         while reader.need is not Need.DONE:
+            if progress >= MIN_PROGRESS:
+                mark, progress = loop.time(), 0
             if reader.need is Need.DATA:
-                r = await self.move(src, dst, reader.data_left, policy, chunk=True)
+                r = await self.move(Side(src.sock, left()), dst, reader.data_left, policy, chunk=True)
                 res.add(r)
                 if r.end is not End.DONE:
                     return res
                 reader.data_done(r.moved)
+                progress += r.moved
                 continue
             try:
-                line = await io.recv_line(loop, src.sock, MAX_LINE, src.timeout, whole=True)
+                line = await io.recv_line(loop, src.sock, MAX_LINE, left(), whole=True)
             except TimeoutError:
                 res.end = End.SRC_TIMEOUT
                 return res
@@ -391,6 +401,7 @@ class Mover:
             except FramingError:
                 res.end = End.BAD_FRAMING
                 return res
+            progress += len(line)
             if dechunk:
                 continue
             try:

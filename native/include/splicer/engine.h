@@ -111,8 +111,8 @@ struct spl_chunk {
 /* Feeds one whole line (through its first LF) in state SIZE, CRLF or TRAILER; the caller
  * moves the chunk data itself and then sets state to SPL_CHUNK_CRLF. Strict: CRLF line
  * endings, no control character but HTAB, hex sizes of at most 16 digits and 2^63-1, lines
- * of at most SPL_CHUNK_MAX_LINE bytes, trailer fields with a colon and no leading blank, a
- * trailer section of at most SPL_CHUNK_MAX_TRAILERS bytes. Returns 0, -EPROTO for a framing
+ * of at most SPL_CHUNK_MAX_LINE bytes, trailer lines that are field lines (a token, then a
+ * colon), a trailer section of at most SPL_CHUNK_MAX_TRAILERS bytes. Returns 0, -EPROTO for a framing
  * error (the message must be abandoned), -EINVAL when called in state DATA or END. */
 int spl_chunk_line(struct spl_chunk *c, const char *line, size_t len);
 
