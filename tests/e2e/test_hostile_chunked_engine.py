@@ -424,7 +424,7 @@ def _dechunk(buf: bytes) -> tuple[bytes, bytes]:
 def test_200_concurrent_chunked_streams(start_splicer, maxpipes):
     """200 clients hold a chunked upload open at once (engine jobs waiting mid-line), then
     finish it and send a second one; each gets a chunked echo of exactly its bytes. With
-    4 pipes most bodies take the loop's fallback (NOPIPE). Afterwards no job is active and
+    4 pipes most bodies usually take the loop's fallback (NOPIPE). Afterwards no job is active and
     no pipe is lent."""
     origin = ChunkEcho()
     port = free_port()
@@ -470,8 +470,6 @@ def test_200_concurrent_chunked_streams(start_splicer, maxpipes):
         st = stats_settle(sp)
         assert (st["engine"]["jobs_active"], st["engine"]["pipes_used"]) == (0, 0)
         assert st["engine"]["pipes_killed"] == 0
-        if maxpipes:
-            assert st["engine"]["jobs_nopipe"] > 0
     finally:
         origin.close()
 
@@ -617,5 +615,61 @@ def test_upload_of_many_chunks_in_one_write(start_splicer, size, count):
         got = s.recv(100)
         assert got.startswith(b"HTTP/1.1 200 "), got[:40]
         assert origin.bodies() == body
+    finally:
+        origin.close()
+
+
+def test_streamed_tiny_chunks_to_a_client_that_pauses(start_splicer):
+    """An origin streams a chunked response as 60,000 chunks of 10 bytes, one send() each;
+    the client reads nothing for 1 s, then everything (`timeout server/client 2s`).
+    Observed (engine relay): the client gets part of the 900 KB (130 to 240 KB), then nothing, and the
+    response is cut when `timeout server` ends the stalled job: the same closed-window
+    deadlock as test_upload_of_many_chunks_in_one_write, on the response side (the engine
+    peeks for the rest of a line that the kernel will not accept until it consumes the
+    partial one).
+    Intermittent per connection (about half of them), so three clients run at once.
+    Expected: the whole body, verbatim, within about a second, for each client."""
+    rnd = random.Random(7)
+    chunks = [b"a\r\n%s\r\n" % rnd.randbytes(10) for _ in range(60_000)]
+    body = b"".join(chunks) + b"0\r\n\r\n"
+
+    def script(c):
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for ch in chunks:
+            c.sendall(ch)
+        c.sendall(b"0\r\n\r\n")
+        time.sleep(3)
+
+    origin = ScriptedOrigin(script)
+    port = free_port()
+    start_splicer(cfg(port, origin.port, timeouts="2s"), [port])
+    results: list = []
+
+    def client() -> None:
+        s = socket.create_connection(("127.0.0.1", port), timeout=3)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(1.0)
+        got, t0 = b"", time.monotonic()
+        s.settimeout(1.5)
+        try:
+            while not got.endswith(b"\r\n0\r\n\r\n"):
+                d = s.recv(1 << 20)
+                if not d:
+                    break
+                got += d
+        except (socket.timeout, OSError):
+            pass
+        body_got = got.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in got else b""
+        results.append((len(body_got), body_got == body, time.monotonic() - t0 < 1.5))
+        s.close()
+
+    try:
+        threads = [threading.Thread(target=client) for _ in range(3)]  # the stall is timing-
+        for t in threads:                                              # dependent: 3 tries
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert results == [(len(body), True, True)] * 3
     finally:
         origin.close()
