@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -66,6 +65,7 @@ struct spl_slot {
 	struct spl_job job;
 	struct spl_dir dir[2]; /* [0] src->dst, [1] dst->src (tunnels only) */
 	struct spl_chunk chunk; /* SPL_JOB_CHUNKED: where the body's framing is */
+	uint32_t line_len;      /* SPL_JOB_CHUNKED: bytes of a framing line read so far */
 	int reg[2];            /* fds registered in epoll for src and dst, -1 when none */
 	int dup[2];            /* dups we own when the fd was already registered, else -1 */
 	uint64_t last_ms;      /* when the idle timeout last restarted (or the job started) */
@@ -95,6 +95,7 @@ struct spl_engine {
 	atomic_uint inflight;         /* submitted and not reaped */
 	/* engine-thread state */
 	struct spl_slot *slots;       /* cfg.maxjobs slots */
+	char *lines;                  /* cfg.maxjobs line buffers of SPL_CHUNK_MAX_LINE bytes */
 	int32_t free_head;
 	uint32_t *ready;              /* slots to run again without an event (budget used up) */
 	uint32_t nready;
@@ -268,39 +269,27 @@ static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct 
 	}
 }
 
-/* True when src's peer has shut down its writing side (poll POLLRDHUP, no wait). */
-static int spl_src_closed(int fd)
-{
-	struct pollfd p;
-
-	p.fd = fd;
-	p.events = POLLRDHUP;
-	p.revents = 0;
-	while (poll(&p, 1, 0) == -1) {
-		if (errno != EINTR)
-			return 1; /* cannot tell: treat as closed rather than wait forever */
-	}
-	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-/* Runs a chunked body (SPL_JOB_CHUNKED). The framing lines are read from a peek of src and
- * checked by spl_chunk_line(); then the lines, and after a size line its chunk data, are
- * spliced through the pipe like any bytes, segment by segment. So the body is forwarded
- * verbatim and never read past its end (a pipelined request or a reused server connection
- * stays in the socket), and no byte of it enters user space except the peeked framing. */
+/* Runs a chunked body (SPL_JOB_CHUNKED). Each framing line (size line, the CRLF after the
+ * data, a trailer line) is read out of src into the slot's line buffer: a peek finds its end
+ * so nothing past it is taken, and a partial line is taken too, because bytes left waiting
+ * in the socket can hold its whole receive window and stall the sender. A whole line is
+ * checked by spl_chunk_line() and written into the (then empty) pipe; the chunk data after a
+ * size line is spliced. The pipe forwards everything in order, so the body goes out
+ * verbatim, never read past its end (a pipelined request or a reused server connection stays
+ * in the socket); only the framing lines pass through user space. */
 static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 {
 	struct spl_dir *dir = &s->dir[0];
 	struct spl_chunk *c = &s->chunk;
-	char buf[SPL_CHUNK_MAX_LINE];
+	char *line = e->lines + (size_t)(s - e->slots) * SPL_CHUNK_MAX_LINE;
 	struct spl_move mv;
-	ssize_t n;
-	size_t off;
+	const char *lf;
+	ssize_t n, got;
+	size_t take;
 	int turns;
 
 	for (turns = 0; turns < SPL_CHUNK_TURNS; turns++) {
-		/* also when only the pipe holds bytes: a segment read whole while dst was full
-		 * must reach dst before the next line is read, or the job ends */
+		/* also when only the pipe holds bytes: they must reach dst before the next line */
 		if (dir->left > 0 || dir->pipe->data > 0) {
 			if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
 				spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
@@ -343,7 +332,8 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 			c->state = SPL_CHUNK_CRLF;
 			continue;
 		}
-		n = recv(dir->src, buf, sizeof(buf), MSG_PEEK);
+		/* a framing line: find its end without taking anything past it */
+		n = recv(dir->src, line + s->line_len, SPL_CHUNK_MAX_LINE - s->line_len, MSG_PEEK);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -358,34 +348,38 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 			spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
 			return;
 		}
-		/* every whole line the peek shows, up to a chunk's data or the end */
-		off = 0;
-		while (off < (size_t)n && c->state != SPL_CHUNK_DATA && c->state != SPL_CHUNK_END) {
-			const char *lf = memchr(buf + off, '\n', (size_t)n - off);
-			size_t len;
-
-			if (lf == NULL)
-				break;
-			len = (size_t)(lf - (buf + off)) + 1;
-			if (spl_chunk_line(c, buf + off, len) != 0) {
-				spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC);
-				return;
-			}
-			off += len;
+		lf = memchr(line + s->line_len, '\n', (size_t)n);
+		take = lf != NULL ? (size_t)(lf - (line + s->line_len)) + 1 : (size_t)n;
+		do
+			got = recv(dir->src, line + s->line_len, take, 0);
+		while (got == -1 && errno == EINTR);
+		if (got <= 0) { /* the peek saw these bytes: only a failing socket loses them */
+			spl_finish(e, s, SPL_END_ERROR, got == 0 ? -EPIPE : -errno, SPL_SIDE_SRC);
+			return;
 		}
-		if (off == 0) { /* not one whole line yet */
-			if ((size_t)n >= sizeof(buf)) {
+		s->line_len += (uint32_t)got;
+		s->progress += (uint64_t)got;
+		if ((size_t)got < take || lf == NULL) { /* a partial line: wait for its end */
+			if (s->line_len >= SPL_CHUNK_MAX_LINE) {
 				spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC); /* too long */
 				return;
 			}
-			if (spl_src_closed(dir->src)) {
-				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
-				return;
-			}
-			dir->wait = SPL_WAIT_SRC; /* edge-triggered: more bytes wake us */
+			continue; /* peek again: EAGAIN (edge-triggered: more bytes wake us) or more */
+		}
+		if (spl_chunk_line(c, line, s->line_len) != 0) {
+			spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC);
 			return;
 		}
-		dir->left = off; /* forward the lines verbatim */
+		/* into the empty pipe (a pipe holds far more than a line: the write is whole) */
+		do
+			got = write(dir->pipe->prod, line, s->line_len);
+		while (got == -1 && errno == EINTR);
+		if (got != (ssize_t)s->line_len) {
+			spl_finish(e, s, SPL_END_ERROR, got == -1 ? -errno : -EIO, SPL_SIDE_DST);
+			return;
+		}
+		dir->pipe->data += s->line_len;
+		s->line_len = 0;
 	}
 	spl_make_ready(e, s); /* many small segments in a row: let other jobs run */
 }
@@ -624,6 +618,7 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->cq);
 	free(e->slots);
 	free(e->ready);
+	free(e->lines);
 	free(e);
 }
 
@@ -648,8 +643,10 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 	e->cq = calloc((size_t)e->cq_mask + 1, sizeof(*e->cq));
 	e->slots = calloc(cfg->maxjobs, sizeof(*e->slots));
 	e->ready = calloc(cfg->maxjobs, sizeof(*e->ready));
+	/* one line buffer per slot; pages are touched only by chunked jobs holding a line */
+	e->lines = calloc(cfg->maxjobs, SPL_CHUNK_MAX_LINE);
 	rc = -ENOMEM;
-	if (e->sq == NULL || e->cq == NULL || e->slots == NULL || e->ready == NULL)
+	if (e->sq == NULL || e->cq == NULL || e->slots == NULL || e->ready == NULL || e->lines == NULL)
 		goto fail;
 	for (i = 0; i < cfg->maxjobs; i++)
 		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;
