@@ -198,9 +198,15 @@ class Mover:
                     self.pool.put(pipe)
         return await self._copy(src, dst, count, activity)
 
-    async def _engine_move(self, src: Side, dst: Side, count: int | None, activity: Activity | None) -> Result | None:
-        """Run the transfer on the engine thread; None when it could not take it (nothing moved)."""
-        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), count, src_idle=src.timeout, dst_idle=dst.timeout)
+    async def _engine_move(self, src: Side, dst: Side, count: int | None, activity: Activity | None,
+                           chunked: bool = False) -> Result | None:
+        """Run the transfer on the engine thread; None when it could not take it (nothing moved).
+
+        With `chunked`, the job is a whole chunked body (SPL_JOB_CHUNKED, `count` ignored):
+        the engine checks the framing lines with native/src/chunked.c (ChunkedReader's rules)
+        and forwards lines and data verbatim; a framing error ends it End.BAD_FRAMING."""
+        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), None if chunked else count, chunked=chunked,
+                        src_idle=src.timeout, dst_idle=dst.timeout)
         try:
             c = await self.engine.splice(job)
         except EngineBusy:
@@ -209,29 +215,6 @@ class Mover:
             return None
         if activity is not None:
             activity.last = self.loop.time()
-        res = Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
-        if c.end is JobEnd.DONE:
-            return res
-        if c.end is JobEnd.PEER_CLOSED:
-            res.end = End.SRC_EOF
-        elif c.end is JobEnd.TIMEOUT:
-            res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
-        else:
-            res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
-        return res
-
-    async def _engine_chunked(self, src: Side, dst: Side) -> Result | None:
-        """Relay a whole chunked body on the engine thread (SPL_JOB_CHUNKED): it checks the
-        framing lines with native/src/chunked.c (ChunkedReader's rules) and splices lines
-        and data verbatim. None when it could not take the job (nothing moved)."""
-        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), chunked=True,
-                        src_idle=src.timeout, dst_idle=dst.timeout)
-        try:
-            c = await self.engine.splice(job)
-        except EngineBusy:
-            return None
-        if c.end is JobEnd.NOPIPE:
-            return None
         res = Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
         if c.end is JobEnd.DONE:
             return res
@@ -358,7 +341,7 @@ class Mover:
             Result; End.BAD_FRAMING for a malformed body (the caller closes both sides).
         """
         if not dechunk and self.engine is not None and self.pool is not None and policy.wants(None):
-            res = await self._engine_chunked(src, dst)
+            res = await self._engine_move(src, dst, None, None, chunked=True)
             if res is not None:
                 return res
         reader = ChunkedReader()
