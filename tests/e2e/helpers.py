@@ -93,6 +93,30 @@ def recv_all(s: socket.socket) -> bytes:
     return out
 
 
+def head_fields(head: bytes) -> list[tuple[bytes, bytes]]:
+    """(lower-case name, value) pairs of the first head in `head` (bytes as received)."""
+    out = []
+    for line in head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        out.append((name.strip().lower(), value.strip()))
+    return out
+
+
+def head_values(head: bytes, name: bytes) -> list[bytes]:
+    """Every value of field `name` (lower case) in the first head of `head`."""
+    return [v for n, v in head_fields(head) if n == name]
+
+
+def exchange(port: int, request: bytes, timeout: float = 10) -> bytes:
+    """Send `request` on a new connection to 127.0.0.1:port; everything until the close."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(request)
+        return recv_all(s)
+    finally:
+        s.close()
+
+
 def read_response(s: socket.socket) -> tuple[bytes, bytes]:
     """One response with a Content-Length: (head, body)."""
     data = b""

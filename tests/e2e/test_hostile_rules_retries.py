@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import (ScriptedOrigin, ThreadedServer, free_port, http_config, read_response,
+from tests.e2e.helpers import (ScriptedOrigin, ThreadedServer, exchange, free_port, head_fields, head_values,
+                               http_config, read_response,
                                recv_all, splicer_command)
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -22,26 +23,7 @@ UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbus
 EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
 
 
-def fields(head: bytes) -> list[tuple[bytes, bytes]]:
-    """(lower-case name, value) pairs of the first head in `head`."""
-    out = []
-    for line in head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        out.append((name.strip().lower(), value.strip()))
-    return out
 
-
-def values(head: bytes, name: bytes) -> list[bytes]:
-    return [v for n, v in fields(head) if n == name]
-
-
-def exchange(port: int, request: bytes, timeout: float = 5) -> bytes:
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(request)
-        return recv_all(s)
-    finally:
-        s.close()
 
 
 def check(tmp_path, text: str) -> subprocess.CompletedProcess:
@@ -175,8 +157,8 @@ def test_req_hdr_in_http_response_rules_reads_the_request(start_splicer, tmp_pat
     try:
         resp = exchange(port, b"GET /p HTTP/1.1\r\nHost: shop\r\nX-Client: abc\r\nConnection: close\r\n\r\n")
         assert resp.startswith(b"HTTP/1.1 200 OK")
-        assert values(resp, b"x-req-client") == [b"abc"], resp
-        assert values(resp, b"x-req-host") == [b"shop"], resp
+        assert head_values(resp, b"x-req-client") == [b"abc"], resp
+        assert head_values(resp, b"x-req-host") == [b"shop"], resp
     finally:
         origin.close()
 
@@ -318,7 +300,7 @@ def test_double_percent_is_a_literal_percent(start_splicer, tmp_path):
     start_splicer(http_config(port, [("o", origin.port)], extra_frontend=frontend), [port])
     try:
         resp = exchange(port, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        assert values(resp, b"x-off") == [b"50%"]
+        assert head_values(resp, b"x-off") == [b"50%"]
     finally:
         origin.close()
 
@@ -357,16 +339,16 @@ def test_client_field_values_are_copied_verbatim_and_cannot_add_lines(start_spli
             before = len(origin.requests)
             assert exchange(port, request).startswith(b"HTTP/1.1 200 OK")
             head = origin.requests[before]
-            assert values(head, b"x-copy") == [copy]
-            assert values(head, b"x-forwarded-host") == [host]
-            assert values(head, b"host") == [host]
-            assert values(head, b"x-forwarded-proto") == [b"http"]
-            assert len(fields(head)) == len(set(n for n, _ in fields(head)))  # one line each
+            assert head_values(head, b"x-copy") == [copy]
+            assert head_values(head, b"x-forwarded-host") == [host]
+            assert head_values(head, b"host") == [host]
+            assert head_values(head, b"x-forwarded-proto") == [b"http"]
+            assert len(head_fields(head)) == len(set(n for n, _ in head_fields(head)))  # one line each
         before = len(origin.requests)
         resp = exchange(port, b"GET /a%0d%0aX-Injected:%20y HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         assert resp.startswith(b"HTTP/1.1 200 OK")
         head = origin.requests[before]
-        assert values(head, b"x-url") == [b"/a%0d%0aX-Injected:%20y"] and not values(head, b"x-injected")
+        assert head_values(head, b"x-url") == [b"/a%0d%0aX-Injected:%20y"] and not head_values(head, b"x-injected")
         for bad in (b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-Proto : https\r\n\r\n",
                     b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
                     b"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\rX-Injected: 1\r\n\r\n",
@@ -412,11 +394,11 @@ backend deadfarm
     start_splicer(cfg, [port, port2])
     try:
         good = exchange(port, b"GET /ok HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        assert values(good, b"x-rule") == [b"fe"]  # backend's add-header, then frontend's set-header
+        assert head_values(good, b"x-rule") == [b"fe"]  # backend's add-header, then frontend's set-header
         for p, path, status in ((port, b"/junk", b"502"), (port, b"/slow", b"504"), (port2, b"/x", b"503")):
             resp = exchange(p, b"GET %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" % path)
             assert resp.startswith(b"HTTP/1.1 " + status), resp[:40]
-            assert values(resp, b"x-rule") == []
+            assert head_values(resp, b"x-rule") == []
     finally:
         origin.close()
 
@@ -617,7 +599,7 @@ def test_pipelined_requests_with_retries_keep_their_order(start_splicer):
         s.close()
         assert bodies == [b"/1", b"/22", b"/333"]
         for _, _, head in origin.requests:
-            assert values(head, b"x-url") == [head.split(b" ")[1]]
+            assert head_values(head, b"x-url") == [head.split(b" ")[1]]
     finally:
         origin.close()
 
@@ -652,7 +634,7 @@ def test_hundreds_of_rules_load_and_run_in_order(start_splicer):
     try:
         assert exchange(port, b"GET / HTTP/1.1\r\nHost: a\r\nX-R: s\r\nConnection: close\r\n\r\n"
                         ).startswith(b"HTTP/1.1 200 OK")
-        got = values(origin.requests[0], b"x-r")
+        got = head_values(origin.requests[0], b"x-r")
         assert len(got) == 301 and got[0] == b"s"
         assert got[-1] == b"s" + b"".join(b"%d" % i for i in range(300))
     finally:

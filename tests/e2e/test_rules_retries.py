@@ -9,32 +9,13 @@ import socket
 import threading
 import time
 
-from tests.e2e.helpers import ScriptedOrigin, free_port, http_config, read_response, recv_all
+from tests.e2e.helpers import (ScriptedOrigin, exchange, free_port, head_values, http_config, read_response)
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
 
 
-def fields(head: bytes) -> list[tuple[bytes, bytes]]:
-    """(lower-case name, value) pairs of a head."""
-    out = []
-    for line in head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        out.append((name.strip().lower(), value.strip()))
-    return out
 
-
-def values(head: bytes, name: bytes) -> list[bytes]:
-    return [v for n, v in fields(head) if n == name]
-
-
-def exchange(port: int, request: bytes) -> bytes:
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        s.sendall(request)
-        return recv_all(s)
-    finally:
-        s.close()
 
 
 # -- header rules ---------------------------------------------------------------------------
@@ -58,12 +39,12 @@ def test_forwarding_fields_are_added_after_hop_by_hop_removal(start_splicer):
                               b"X-Secret: s3cr3t\r\nVia: 1.0 attacker\r\n\r\n")
         assert resp.startswith(b"HTTP/1.1 200 OK")
         head = origin.requests[0]
-        assert values(head, b"x-forwarded-proto") == [b"http"]
-        assert values(head, b"x-forwarded-host") == [b"shop.example"]
-        assert values(head, b"via") == [b"1.1 splicer"]
-        assert values(head, b"x-forwarded-for") == [b"127.0.0.1"]
-        assert values(head, b"x-secret") == []
-        ip, _, client_port = values(head, b"x-client")[0].partition(b":")
+        assert head_values(head, b"x-forwarded-proto") == [b"http"]
+        assert head_values(head, b"x-forwarded-host") == [b"shop.example"]
+        assert head_values(head, b"via") == [b"1.1 splicer"]
+        assert head_values(head, b"x-forwarded-for") == [b"127.0.0.1"]
+        assert head_values(head, b"x-secret") == []
+        ip, _, client_port = head_values(head, b"x-client")[0].partition(b":")
         assert ip == b"127.0.0.1" and int(client_port) > 0
     finally:
         origin.close()
@@ -77,7 +58,7 @@ def test_set_header_replaces_what_the_client_sent(start_splicer):
     try:
         exchange(port, b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-Proto: https\r\n"
                        b"x-forwarded-proto: ftp\r\nConnection: close\r\n\r\n")
-        assert values(origin.requests[0], b"x-forwarded-proto") == [b"http"]
+        assert head_values(origin.requests[0], b"x-forwarded-proto") == [b"http"]
     finally:
         origin.close()
 
@@ -98,11 +79,11 @@ def test_rule_order_frontend_then_backend_for_requests_and_reverse_for_responses
     start_splicer(http_config(port, [("o", origin.port)], extra_frontend=fe, extra_backend=be), [port])
     try:
         resp = exchange(port, b"GET / HTTP/1.1\r\nHost: a\r\nX-Order: client\r\nConnection: close\r\n\r\n")
-        assert values(origin.requests[0], b"x-order") == [b"fe", b"be"]
-        assert values(resp, b"x-order") == [b"be", b"fe"]
-        assert values(resp, b"server") == []
-        assert values(resp, b"x-status") == [b"200"]
-        assert values(resp, b"x-backend") == [b"farm"]
+        assert head_values(origin.requests[0], b"x-order") == [b"fe", b"be"]
+        assert head_values(resp, b"x-order") == [b"be", b"fe"]
+        assert head_values(resp, b"server") == []
+        assert head_values(resp, b"x-status") == [b"200"]
+        assert head_values(resp, b"x-backend") == [b"farm"]
         assert resp.endswith(b"\r\n\r\nok")
     finally:
         origin.close()
@@ -127,8 +108,8 @@ listen lb
     start_splicer(cfg, [port])
     try:
         resp = exchange(port, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        assert values(origin.requests[0], b"x-once") == [b"1"]
-        assert values(resp, b"x-once") == [b"1"]
+        assert head_values(origin.requests[0], b"x-once") == [b"1"]
+        assert head_values(resp, b"x-once") == [b"1"]
     finally:
         origin.close()
 
