@@ -40,7 +40,6 @@ import datetime as dt
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from pathlib import Path
 import crossover as xo  # benchmarks/crossover.py: one sample, medians, crossover
 import run as bench  # benchmarks/run.py: processes, bulkget, counters, report parts
 from crossover import CONNS, VARIANTS, size_label
-from run import BUILD, CPU_CLIENT, CPU_PROXY, GIB, HOST, Service, fmt, log
+from run import BUILD, CPU_CLIENT, CPU_PROXY, GIB, Service, fmt, log
 
 HERE = bench.HERE
 ORIGIN_SRC = HERE / "chunkorigin.c"
@@ -230,20 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     xo.SIZES.update({name_of(c): c for c in chunks})  # xo.sample/summarize look the size up there
     tail = 30.0
 
-    if not {CPU_CLIENT, CPU_PROXY} <= os.sched_getaffinity(0):
-        bench.die(f"needs CPUs {CPU_CLIENT} and {CPU_PROXY}; allowed here: {sorted(os.sched_getaffinity(0))}")
-    for tool in ("taskset", "gcc"):
-        if not shutil.which(tool):
-            bench.die(f"{tool} not found (apt-get install -y util-linux gcc)")
-    busy = [p for p in ORIGIN_PORTS + tuple(PORTS.values()) if not bench.port_free(p)]
-    if busy:
-        bench.die(f"ports already in use on {HOST}: {busy}")
-    machine = bench.machine_info()
-    os.sched_setaffinity(0, {CPU_CLIENT})
-
-    def on_term(signum, frame):
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, on_term)
+    machine = xo.check_machine(("taskset", "gcc"), "util-linux gcc", ORIGIN_PORTS + tuple(PORTS.values()))
 
     started = dt.datetime.now(dt.UTC)
     n = args.rounds * len(chunks) * len(VARIANTS)

@@ -68,6 +68,30 @@ def splice_auto_min(name: str = "SPLICE_AUTO_MIN") -> int | None:
     return int(m.group(1).replace("_", "")) if m else None
 
 
+def check_machine(tools: tuple[str, ...], packages: str, ports: tuple[int, ...]) -> dict:
+    """Checks before a side-by-side run: CPUs for client and proxy, the tools, free ports.
+    Then pins this process (the client side) to CPU_CLIENT and makes SIGTERM an exit.
+
+    Returns:
+        run.py's machine_info() for the report. Dies (exit 2) when a check fails.
+    """
+    if not {CPU_CLIENT, CPU_PROXY} <= os.sched_getaffinity(0):
+        bench.die(f"needs CPUs {CPU_CLIENT} and {CPU_PROXY}; allowed here: {sorted(os.sched_getaffinity(0))}")
+    for tool in tools:
+        if not shutil.which(tool):
+            bench.die(f"{tool} not found (apt-get install -y {packages})")
+    busy = [p for p in ports if not bench.port_free(p)]
+    if busy:
+        bench.die(f"ports already in use on {HOST}: {busy}")
+    machine = bench.machine_info()
+    os.sched_setaffinity(0, {CPU_CLIENT})
+
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_term)
+    return machine
+
+
 def sample(svc: Service, port: int, name: str, duration: float, tail: float, last: dict | None) -> dict:
     """One bulkget run of `name` on CONNS connections; proxy CPU and counter deltas around it."""
     s: dict = {"file": name, "size": SIZES[name], "time": time.time()}
@@ -227,20 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes.sort(key=SIZES.get)
     tail = 30.0
 
-    if not {CPU_CLIENT, CPU_PROXY} <= os.sched_getaffinity(0):
-        bench.die(f"needs CPUs {CPU_CLIENT} and {CPU_PROXY}; allowed here: {sorted(os.sched_getaffinity(0))}")
-    for tool in ("taskset", "nginx", "gcc"):
-        if not shutil.which(tool):
-            bench.die(f"{tool} not found (apt-get install -y nginx util-linux gcc)")
-    busy = [p for p in ORIGIN_PORTS + tuple(PORTS.values()) if not bench.port_free(p)]
-    if busy:
-        bench.die(f"ports already in use on {HOST}: {busy}")
-    machine = bench.machine_info()
-    os.sched_setaffinity(0, {CPU_CLIENT})
-
-    def on_term(signum, frame):
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, on_term)
+    machine = check_machine(("taskset", "nginx", "gcc"), "nginx util-linux gcc", ORIGIN_PORTS + tuple(PORTS.values()))
 
     started = dt.datetime.now(dt.UTC)
     n = args.rounds * len(sizes) * len(VARIANTS)
