@@ -8,6 +8,15 @@
  * engine's epoll while the job runs and removed before its completion is posted, so Python
  * may reuse them (next keep-alive request) as soon as it has reaped the completion.
  * Everything is allocated in spl_engine_new(); the data path allocates nothing.
+ *
+ * A job runs in phases (enum spl_phase), each optional: SEND writes a head from the caller's
+ * out buffer, BODY moves the body (spliced through a pipe, or copied through the out buffer
+ * with SPL_JOB_COPY), HEAD reads the next head from a socket into one of the engine's head
+ * buffers, exactly (a peek finds its end, so nothing past it is read). So one job carries a
+ * request head to a server and brings its response head back, or a response head and body to
+ * a client, and Python makes no socket call on the way. A head buffer is taken when the head's
+ * first byte can be read (an idle keep-alive connection holds none) and is lent to Python with
+ * the completion, which gives it back through a release ring (spl_hbuf_release).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +35,8 @@
 
 #include "splicer/engine.h"
 #include "pool.h"
+
+#define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
@@ -73,6 +84,18 @@ struct spl_slot {
 	int32_t next_free;     /* free list link */
 	uint8_t active;        /* a job occupies this slot */
 	uint8_t ready;         /* the slot is on the ready list (budget used up) */
+	uint8_t hstarted;      /* HEAD: the head's first byte was seen */
+	uint8_t prefetched;    /* SEND: the body bytes to send behind the head were looked for */
+	uint32_t phase;        /* enum spl_phase the job is in */
+	uint32_t out_off;      /* SEND: bytes of the out buffer written */
+	uint32_t out_total;    /* SEND: out_len plus body bytes read in behind the head (COPY) */
+	uint32_t pre;          /* SEND: of out_total, body bytes */
+	uint32_t copy_have;    /* BODY with COPY: bytes in the out buffer */
+	uint32_t copy_off;     /* BODY with COPY: of which written */
+	int32_t hbuf;          /* HEAD: the head buffer taken, -1 = none */
+	uint32_t hgot;         /* HEAD: head bytes read (consumed) */
+	uint32_t hinfo;        /* HEAD: struct spl_done.head_info */
+	uint64_t phase_ms;     /* HEAD: when it started waiting, then when its first byte came */
 };
 
 struct spl_engine {
@@ -104,6 +127,17 @@ struct spl_engine {
 	uint64_t now_ms;
 	int posted;                   /* completions posted since done_fd was last written */
 	struct spl_pool *pool;
+	/* buffers: out buffers are the caller's (Python picks one per job), head buffers the
+	 * engine's (taken at a head's first byte, lent to Python with the completion) */
+	char *obufs;                  /* cfg.nbufs x cfg.bufsize */
+	char *hbufs;                  /* cfg.nbufs x hbuf_size */
+	size_t hbuf_size;
+	int32_t *hfree;               /* free head buffers, a stack (engine thread) */
+	uint32_t nhfree;
+	uint32_t *rel;                /* release ring: Python produces, engine consumes */
+	uint32_t rel_mask;
+	atomic_uint rel_head;
+	atomic_uint rel_tail;
 	/* counters published for other threads */
 	atomic_ullong st_spliced, st_calls, st_eagain, st_done, st_nopipe, st_timeouts, st_killed;
 	atomic_uint st_active, st_pipes_used, st_pipes_free, st_pipe_size;
@@ -146,6 +180,39 @@ static void spl_drain(int fd)
 }
 
 /* ---- engine thread: jobs ------------------------------------------------------------ */
+
+/* Takes a free head buffer, first taking back those Python released. Returns its index, or
+ * -1 when none is free (cannot happen while nbufs >= maxjobs: a job holds at most one). */
+static int32_t spl_hbuf_take(struct spl_engine *e)
+{
+	uint32_t head = atomic_load_explicit(&e->rel_head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&e->rel_tail, memory_order_acquire);
+
+	while (head != tail) {
+		e->hfree[e->nhfree++] = (int32_t)e->rel[head & e->rel_mask];
+		head++;
+	}
+	atomic_store_explicit(&e->rel_head, head, memory_order_release);
+	return e->nhfree ? e->hfree[--e->nhfree] : -1;
+}
+
+static char *spl_obuf_of(struct spl_engine *e, const struct spl_slot *s)
+{
+	return e->obufs + (size_t)s->job.out_buf * e->cfg.bufsize;
+}
+
+/* Does the job have a body phase? (max_bytes 0 = no body; UINT64_MAX = until EOF) */
+static int spl_has_body(const struct spl_job *job)
+{
+	return (job->flags & SPL_JOB_CHUNKED) || job->max_bytes > 0;
+}
+
+/* Does the job count among those the timeout check must look at? */
+static int spl_is_timed(const struct spl_job *job)
+{
+	return job->src_idle_ms || job->dst_idle_ms ||
+	       (job->head_fd >= 0 && (job->head_first_ms || job->head_ms));
+}
 
 static void spl_publish(struct spl_engine *e)
 {
@@ -207,10 +274,22 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	d.res = res;
 	d.how = how;
 	d.side = side;
+	d.phase = how == SPL_END_DONE ? SPL_PHASE_END : s->phase;
+	d.head_buf = -1;
+	if (s->hbuf != -1) {
+		if (s->hgot > 0) { /* lent to Python with the completion */
+			d.head_buf = s->hbuf;
+			d.head_len = s->hgot;
+		} else {
+			e->hfree[e->nhfree++] = s->hbuf;
+		}
+		s->hbuf = -1;
+	}
+	d.head_info = s->hinfo;
 	spl_post(e, &d);
 	if (how == SPL_END_TIMEOUT)
 		atomic_fetch_add_explicit(&e->st_timeouts, 1, memory_order_relaxed);
-	if (s->job.src_idle_ms || s->job.dst_idle_ms)
+	if (spl_is_timed(&s->job))
 		e->timed--;
 	s->active = 0;
 	e->active--;
@@ -269,6 +348,16 @@ static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct 
 	}
 }
 
+/* spl_progress() for `n` bytes moved outside a pump (heads, copied bodies). */
+static void spl_progress_n(struct spl_engine *e, struct spl_slot *s, uint64_t n)
+{
+	s->progress += n;
+	if (s->progress >= SPL_MIN_PROGRESS) {
+		s->last_ms = e->now_ms;
+		s->progress = 0;
+	}
+}
+
 /* Runs a chunked body (SPL_JOB_CHUNKED). Each framing line (size line, the CRLF after the
  * data, a trailer line) is read out of src into the slot's line buffer: a peek finds its end
  * so nothing past it is taken, and a partial line is taken too, because bytes left waiting
@@ -276,8 +365,9 @@ static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct 
  * checked by spl_chunk_line() and written into the (then empty) pipe; the chunk data after a
  * size line is spliced. The pipe forwards everything in order, so the body goes out
  * verbatim, never read past its end (a pipelined request or a reused server connection stays
- * in the socket); only the framing lines pass through user space. */
-static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
+ * in the socket); only the framing lines pass through user space. Returns 1 when the body
+ * is through (the pipe empty), 0 when it waits, used its turn or ended the job. */
+static int spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 {
 	struct spl_dir *dir = &s->dir[0];
 	struct spl_chunk *c = &s->chunk;
@@ -293,7 +383,7 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 		if (dir->left > 0 || dir->pipe->data > 0) {
 			if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
 				spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
-				return;
+				return 0;
 			}
 			dir->moved += mv.bytes_out;
 			dir->left -= mv.bytes_in;
@@ -304,28 +394,26 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 				break; /* the segment is through and the pipe is empty */
 			case SPL_STOP_SRC_AGAIN:
 				dir->wait = SPL_WAIT_SRC;
-				return;
+				return 0;
 			case SPL_STOP_DST_AGAIN:
 				dir->wait = SPL_WAIT_DST;
-				return;
+				return 0;
 			case SPL_STOP_BUDGET:
 				spl_make_ready(e, s);
-				return;
+				return 0;
 			case SPL_STOP_EOF:
 				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
-				return;
+				return 0;
 			case SPL_STOP_SRC_ERROR:
 				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_SRC);
-				return;
+				return 0;
 			default: /* SPL_STOP_DST_ERROR */
 				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_DST);
-				return;
+				return 0;
 			}
 		}
-		if (c->state == SPL_CHUNK_END) {
-			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
-			return;
-		}
+		if (c->state == SPL_CHUNK_END)
+			return 1;
 		if (c->state == SPL_CHUNK_DATA) { /* its size line went out: now the chunk data */
 			dir->left = c->data;
 			c->data = 0;
@@ -339,14 +427,14 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 				continue;
 			if (errno == EAGAIN) {
 				dir->wait = SPL_WAIT_SRC;
-				return;
+				return 0;
 			}
 			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_SRC);
-			return;
+			return 0;
 		}
 		if (n == 0) {
 			spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
-			return;
+			return 0;
 		}
 		lf = memchr(line + s->line_len, '\n', (size_t)n);
 		take = lf != NULL ? (size_t)(lf - (line + s->line_len)) + 1 : (size_t)n;
@@ -355,20 +443,20 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 		while (got == -1 && errno == EINTR);
 		if (got <= 0) { /* the peek saw these bytes: only a failing socket loses them */
 			spl_finish(e, s, SPL_END_ERROR, got == 0 ? -EPIPE : -errno, SPL_SIDE_SRC);
-			return;
+			return 0;
 		}
 		s->line_len += (uint32_t)got;
 		s->progress += (uint64_t)got;
 		if ((size_t)got < take || lf == NULL) { /* a partial line: wait for its end */
 			if (s->line_len >= SPL_CHUNK_MAX_LINE) {
 				spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC); /* too long */
-				return;
+				return 0;
 			}
 			continue; /* peek again: EAGAIN (edge-triggered: more bytes wake us) or more */
 		}
 		if (spl_chunk_line(c, line, s->line_len) != 0) {
 			spl_finish(e, s, SPL_END_BAD_FRAMING, -EPROTO, SPL_SIDE_SRC);
-			return;
+			return 0;
 		}
 		/* into the empty pipe (a pipe holds far more than a line: the write is whole) */
 		do
@@ -376,42 +464,35 @@ static void spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 		while (got == -1 && errno == EINTR);
 		if (got != (ssize_t)s->line_len) {
 			spl_finish(e, s, SPL_END_ERROR, got == -1 ? -errno : -EIO, SPL_SIDE_DST);
-			return;
+			return 0;
 		}
 		dir->pipe->data += s->line_len;
 		s->line_len = 0;
 	}
 	spl_make_ready(e, s); /* many small segments in a row: let other jobs run */
+	return 0;
 }
 
-/* Runs every unfinished direction of the job until each would block, ends or uses its
- * budget; finishes the job when it is over. */
-static void spl_run(struct spl_engine *e, struct spl_slot *s)
+/* Runs a tunnel: both directions until each would block, ends or uses its budget; finishes
+ * the job once both reached EOF. */
+static void spl_run_tunnel(struct spl_engine *e, struct spl_slot *s)
 {
-	int tunnel = (s->job.flags & SPL_JOB_TUNNEL) != 0;
-	int ndir = tunnel ? 2 : 1;
 	struct spl_move mv;
 	int d;
 
-	if (s->job.flags & SPL_JOB_CHUNKED) {
-		spl_run_chunked(e, s);
-		return;
-	}
-	for (d = 0; d < ndir; d++) {
+	for (d = 0; d < 2; d++) {
 		struct spl_dir *dir = &s->dir[d];
 		uint32_t src_side = d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST;
 		uint32_t dst_side = d == 0 ? SPL_SIDE_DST : SPL_SIDE_SRC;
 
 		if (dir->done)
 			continue;
-		if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
+		if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, UINT64_MAX, SPL_BUDGET, &mv) != 0) {
 			spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
 			return;
 		}
 		dir->moved += mv.bytes_out;
-		if (dir->left != UINT64_MAX)
-			dir->left -= mv.bytes_in;
-		spl_progress(e, s, &mv, tunnel);
+		spl_progress(e, s, &mv, 1);
 		dir->wait = SPL_WAIT_NONE;
 		switch (mv.how) {
 		case SPL_STOP_SRC_AGAIN:
@@ -423,18 +504,11 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 		case SPL_STOP_BUDGET:
 			spl_make_ready(e, s);
 			break;
-		case SPL_STOP_DONE:
-			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
-			return;
 		case SPL_STOP_EOF:
-			if (!tunnel && dir->left != UINT64_MAX) {
-				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
-				return;
-			}
+		case SPL_STOP_DONE:
 			/* the pipe is empty here: forwarding the FIN loses nothing (haproxy #2505).
 			 * ENOTCONN only means the peer is fully gone; the other way will see it. */
-			if (tunnel || (s->job.flags & SPL_JOB_SHUT_WR_ON_EOF))
-				shutdown(dir->dst, SHUT_WR);
+			shutdown(dir->dst, SHUT_WR);
 			dir->done = 1;
 			break;
 		case SPL_STOP_SRC_ERROR:
@@ -445,8 +519,296 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 			return;
 		}
 	}
-	if (s->dir[0].done && (!tunnel || s->dir[1].done))
+	if (s->dir[0].done && s->dir[1].done)
 		spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+}
+
+/* BODY phase through a pipe (counted or until EOF). Returns 1 when the body is through, 0
+ * when it waits, used its budget or ended the job. */
+static int spl_run_splice(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_dir *dir = &s->dir[0];
+	struct spl_move mv;
+
+	if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
+		spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
+		return 0;
+	}
+	dir->moved += mv.bytes_out;
+	if (dir->left != UINT64_MAX)
+		dir->left -= mv.bytes_in;
+	spl_progress(e, s, &mv, 0);
+	dir->wait = SPL_WAIT_NONE;
+	switch (mv.how) {
+	case SPL_STOP_SRC_AGAIN:
+		dir->wait = SPL_WAIT_SRC;
+		return 0;
+	case SPL_STOP_DST_AGAIN:
+		dir->wait = SPL_WAIT_DST;
+		return 0;
+	case SPL_STOP_BUDGET:
+		spl_make_ready(e, s);
+		return 0;
+	case SPL_STOP_DONE:
+		return 1;
+	case SPL_STOP_EOF:
+		if (dir->left != UINT64_MAX) {
+			spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+			return 0;
+		}
+		/* the pipe is empty here: forwarding the FIN loses nothing (haproxy #2505) */
+		if (s->job.flags & SPL_JOB_SHUT_WR_ON_EOF)
+			shutdown(dir->dst, SHUT_WR);
+		return 1;
+	case SPL_STOP_SRC_ERROR:
+		spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_SRC);
+		return 0;
+	default: /* SPL_STOP_DST_ERROR */
+		spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_DST);
+		return 0;
+	}
+}
+
+/* BODY phase with SPL_JOB_COPY: recv into the out buffer, send it on, never asking src for
+ * more than the body has left. Returns as spl_run_splice(). */
+static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_dir *dir = &s->dir[0];
+	char *buf = spl_obuf_of(e, s);
+	uint64_t turn = 0;
+	ssize_t n;
+	size_t want;
+
+	for (;;) {
+		if (s->copy_off < s->copy_have) {
+			n = send(dir->dst, buf + s->copy_off, s->copy_have - s->copy_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n == -1) {
+				if (errno == EINTR)
+					continue; /* interrupted before anything was written: again */
+				if (errno == EAGAIN) { /* dst's send buffer is full: wait for room */
+					dir->wait = SPL_WAIT_DST;
+					return 0;
+				}
+				spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_DST);
+				return 0;
+			}
+			s->copy_off += (uint32_t)n;
+			dir->moved += (uint64_t)n;
+			turn += (uint64_t)n;
+			spl_progress_n(e, s, (uint64_t)n);
+			continue;
+		}
+		s->copy_have = s->copy_off = 0;
+		if (dir->left == 0)
+			return 1;
+		if (turn >= SPL_BUDGET) {
+			spl_make_ready(e, s);
+			return 0;
+		}
+		want = dir->left < e->cfg.bufsize ? (size_t)dir->left : e->cfg.bufsize;
+		n = recv(dir->src, buf, want, MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue; /* interrupted before anything was read: again */
+			if (errno == EAGAIN) { /* nothing to read now: wait for src */
+				dir->wait = SPL_WAIT_SRC;
+				return 0;
+			}
+			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_SRC);
+			return 0;
+		}
+		if (n == 0) {
+			if (dir->left != UINT64_MAX) {
+				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+				return 0;
+			}
+			if (s->job.flags & SPL_JOB_SHUT_WR_ON_EOF)
+				shutdown(dir->dst, SHUT_WR);
+			return 1;
+		}
+		s->copy_have = (uint32_t)n;
+		if (dir->left != UINT64_MAX)
+			dir->left -= (uint64_t)n;
+	}
+}
+
+/* SEND phase: writes the out buffer's head to dst. With SPL_JOB_COPY and a counted body that
+ * fits behind the head, the body bytes already in src are read in first, so that head and
+ * body leave in one send. Returns 1 once all is written, 0 when it waits or ended the job. */
+static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_dir *dir = &s->dir[0];
+	char *buf = spl_obuf_of(e, s);
+	ssize_t n;
+
+	if (!s->prefetched) {
+		s->prefetched = 1;
+		s->out_total = s->job.out_len;
+		if ((s->job.flags & SPL_JOB_COPY) && dir->left != UINT64_MAX && dir->left > 0 &&
+		    dir->left <= e->cfg.bufsize - s->job.out_len) {
+			do
+				n = recv(dir->src, buf + s->job.out_len, (size_t)dir->left, MSG_DONTWAIT);
+			while (n == -1 && errno == EINTR);
+			/* nothing yet (EAGAIN), an end or an error: the body phase meets it again */
+			if (n > 0) {
+				s->pre = (uint32_t)n;
+				s->out_total += (uint32_t)n;
+				dir->left -= (uint64_t)n;
+			}
+		}
+	}
+	while (s->out_off < s->out_total) {
+		n = send(dir->dst, buf + s->out_off, s->out_total - s->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue; /* interrupted before anything was written: again */
+			if (errno == EAGAIN) { /* dst's send buffer is full: wait for room */
+				dir->wait = SPL_WAIT_DST;
+				return 0;
+			}
+			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_DST);
+			return 0;
+		}
+		s->out_off += (uint32_t)n;
+		spl_progress_n(e, s, (uint64_t)n);
+	}
+	dir->moved += s->pre;
+	dir->wait = SPL_WAIT_NONE;
+	return 1;
+}
+
+/* HEAD phase: reads one head from head_fd into a head buffer, exactly: a peek finds its end
+ * and only that much is read, so a body or a pipelined request behind it stays in the socket.
+ * An incomplete head's bytes are read (they all belong to the head), so the socket does not
+ * stay readable. Returns 1 when the head is complete, 0 when it waits or ended the job. */
+static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
+{
+	int fd = s->job.head_fd;
+	uint32_t limit = s->job.head_limit;
+	uint32_t side = fd == s->job.src_fd ? SPL_SIDE_SRC : SPL_SIDE_DST;
+	ssize_t n, got, end;
+	char *buf;
+	size_t k;
+
+	for (;;) {
+		if (s->hbuf == -1) {
+			s->hbuf = spl_hbuf_take(e);
+			if (s->hbuf == -1) {
+				spl_finish(e, s, SPL_END_ERROR, -ENOBUFS, side);
+				return 0;
+			}
+		}
+		buf = e->hbufs + (size_t)s->hbuf * e->hbuf_size;
+		n = recv(fd, buf + s->hgot, limit - s->hgot + 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue; /* interrupted before anything was read: again */
+			if (errno == EAGAIN) { /* no byte yet: wait (an idle connection holds no buffer) */
+				if (s->hgot == 0) {
+					e->hfree[e->nhfree++] = s->hbuf;
+					s->hbuf = -1;
+				}
+				return 0;
+			}
+			/* a reset or another failure ends the head like an end of stream would */
+			spl_finish(e, s, SPL_END_ERROR, -errno, side);
+			return 0;
+		}
+		if (n == 0) {
+			spl_finish(e, s, SPL_END_PEER_CLOSED, 0, side);
+			return 0;
+		}
+		if ((s->job.flags & SPL_JOB_SKIP_EMPTY) && s->hgot == 0 && (buf[0] == '\r' || buf[0] == '\n')) {
+			/* empty lines before a request line are no part of it (RFC 9112 section 2.2) */
+			for (k = 0; k < (size_t)n && (buf[k] == '\r' || buf[k] == '\n'); k++)
+				;
+			do
+				got = recv(fd, buf, k, MSG_DONTWAIT);
+			while (got == -1 && errno == EINTR);
+			if (got <= 0) {
+				spl_finish(e, s, SPL_END_ERROR, got == 0 ? -EPIPE : -errno, side);
+				return 0;
+			}
+			continue;
+		}
+		if (!s->hstarted) {
+			s->hstarted = 1;
+			s->phase_ms = e->now_ms; /* from now on head_ms bounds the whole head */
+		}
+		end = spl_head_end(buf, s->hgot + (size_t)n, s->hgot > 3 ? s->hgot - 3 : 0);
+		k = end >= 0 ? (size_t)end - s->hgot : (size_t)n;
+		if (end < 0 && s->hgot + (size_t)n > limit) {
+			s->hinfo = memchr(buf, '\n', s->hgot + (size_t)n) == NULL;
+			spl_finish(e, s, SPL_END_TOO_LARGE, -EMSGSIZE, side);
+			return 0;
+		}
+		do
+			got = recv(fd, buf + s->hgot, k, MSG_DONTWAIT);
+		while (got == -1 && errno == EINTR);
+		if (got != (ssize_t)k) { /* the peek saw these bytes: only a failing socket loses them */
+			if (got > 0)
+				s->hgot += (uint32_t)got;
+			spl_finish(e, s, SPL_END_ERROR, got == -1 ? -errno : -EIO, side);
+			return 0;
+		}
+		s->hgot += (uint32_t)got;
+		if (end >= 0)
+			return 1;
+	}
+}
+
+/* Moves the job to its next phase (skipping those it does not ask for). */
+static void spl_advance(struct spl_engine *e, struct spl_slot *s)
+{
+	if (s->phase == SPL_PHASE_SEND && spl_has_body(&s->job)) {
+		s->phase = SPL_PHASE_BODY;
+		return;
+	}
+	if (s->phase == SPL_PHASE_BODY && s->dir[0].pipe != NULL) {
+		spl_pipe_put(e->pool, s->dir[0].pipe); /* empty: the body is through */
+		s->dir[0].pipe = NULL;
+	}
+	if (s->phase < SPL_PHASE_HEAD && s->job.head_fd >= 0) {
+		s->phase = SPL_PHASE_HEAD;
+		s->phase_ms = e->now_ms;
+		return;
+	}
+	s->phase = SPL_PHASE_END;
+}
+
+/* Runs the job until it waits, uses its turn or ends. */
+static void spl_run(struct spl_engine *e, struct spl_slot *s)
+{
+	int through;
+
+	if (s->job.flags & SPL_JOB_TUNNEL) {
+		spl_run_tunnel(e, s);
+		return;
+	}
+	for (;;) {
+		switch (s->phase) {
+		case SPL_PHASE_SEND:
+			through = spl_run_send(e, s);
+			break;
+		case SPL_PHASE_BODY:
+			if (s->job.flags & SPL_JOB_CHUNKED)
+				through = spl_run_chunked(e, s);
+			else if (s->job.flags & SPL_JOB_COPY)
+				through = spl_run_copy(e, s);
+			else
+				through = spl_run_splice(e, s);
+			break;
+		case SPL_PHASE_HEAD:
+			through = spl_run_head(e, s);
+			break;
+		default:
+			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+			return;
+		}
+		if (!through)
+			return;
+		spl_advance(e, s);
+	}
 }
 
 /* Starts a submitted job in a free slot (one exists: see spl_post). */
@@ -455,16 +817,18 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	struct spl_slot *s = &e->slots[e->free_head];
 	uint32_t idx = (uint32_t)e->free_head;
 	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
-	int rc;
+	int needs_pipe = tunnel || (spl_has_body(job) && !(job->flags & SPL_JOB_COPY));
+	int rc = 0;
 
 	e->free_head = s->next_free;
 	memset(s, 0, sizeof(*s));
 	s->job = *job;
 	s->reg[0] = s->reg[1] = s->dup[0] = s->dup[1] = -1;
+	s->hbuf = -1;
 	s->active = 1;
 	s->last_ms = e->now_ms;
 	e->active++;
-	if (job->src_idle_ms || job->dst_idle_ms)
+	if (spl_is_timed(job))
 		e->timed++;
 	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = job->dst_fd;
@@ -473,17 +837,22 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->dir[1].dst = job->src_fd;
 	s->dir[1].left = UINT64_MAX;
 	s->dir[1].done = !tunnel;
-	if (spl_pipe_get(e->pool, &s->dir[0].pipe) != 0 ||
-	    (tunnel && spl_pipe_get(e->pool, &s->dir[1].pipe) != 0)) {
+	s->phase = SPL_PHASE_SEND;
+	if (job->out_len == 0 && !tunnel)
+		spl_advance(e, s);
+	if (needs_pipe && (spl_pipe_get(e->pool, &s->dir[0].pipe) != 0 ||
+			   (tunnel && spl_pipe_get(e->pool, &s->dir[1].pipe) != 0))) {
 		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
+		s->phase = SPL_PHASE_SEND; /* nothing was done */
 		spl_finish(e, s, SPL_END_NOPIPE, -ENOBUFS, SPL_SIDE_SRC);
 		return;
 	}
-	rc = spl_watch(e, s, idx, 0, job->src_fd);
-	if (rc == 0)
+	if (job->src_fd >= 0)
+		rc = spl_watch(e, s, idx, 0, job->src_fd);
+	if (rc == 0 && job->dst_fd >= 0)
 		rc = spl_watch(e, s, idx, 1, job->dst_fd);
 	if (rc != 0) {
-		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 ? SPL_SIDE_SRC : SPL_SIDE_DST);
+		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 && job->src_fd >= 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
 		return;
 	}
 	spl_run(e, s);
@@ -528,8 +897,16 @@ static void spl_check_timeouts(struct spl_engine *e)
 		struct spl_slot *s = &e->slots[i];
 		uint64_t idle;
 
-		if (!s->active || !(s->job.src_idle_ms || s->job.dst_idle_ms))
+		if (!s->active || !spl_is_timed(&s->job))
 			continue;
+		if (s->phase == SPL_PHASE_HEAD) {
+			uint32_t limit = s->hstarted ? s->job.head_ms : s->job.head_first_ms;
+
+			if (limit && e->now_ms - s->phase_ms >= limit)
+				spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT,
+					   s->job.head_fd == s->job.src_fd ? SPL_SIDE_SRC : SPL_SIDE_DST);
+			continue;
+		}
 		idle = e->now_ms - s->last_ms;
 		if (s->job.flags & SPL_JOB_TUNNEL) {
 			if (s->job.src_idle_ms && idle >= s->job.src_idle_ms)
@@ -619,6 +996,10 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->slots);
 	free(e->ready);
 	free(e->lines);
+	free(e->obufs);
+	free(e->hbufs);
+	free(e->hfree);
+	free(e->rel);
 	free(e);
 }
 
@@ -630,7 +1011,8 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 	uint32_t i;
 	int rc;
 
-	if (cfg == NULL || out == NULL || cfg->maxjobs == 0 || cfg->maxpipes == 0 || cfg->maxjobs > (1u << 24))
+	if (cfg == NULL || out == NULL || cfg->maxjobs == 0 || cfg->maxpipes == 0 || cfg->maxjobs > (1u << 24) ||
+	    cfg->nbufs > (1u << 24) || cfg->bufsize > (1u << 24) || (cfg->nbufs > 0 && cfg->bufsize == 0))
 		return -EINVAL;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
@@ -648,6 +1030,22 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 	rc = -ENOMEM;
 	if (e->sq == NULL || e->cq == NULL || e->slots == NULL || e->ready == NULL || e->lines == NULL)
 		goto fail;
+	if (cfg->nbufs > 0) {
+		/* pages are touched only by buffers in use: the free stack hands out the most
+		 * recently used first, so the resident set follows the busy connections, not the
+		 * idle ones (which hold no head buffer) */
+		e->hbuf_size = ((size_t)cfg->bufsize + SPL_HBUF_PAD + 63) & ~(size_t)63;
+		e->obufs = calloc(cfg->nbufs, cfg->bufsize);
+		e->hbufs = calloc(cfg->nbufs, e->hbuf_size);
+		e->hfree = calloc(cfg->nbufs, sizeof(*e->hfree));
+		e->rel_mask = spl_pow2(cfg->nbufs) - 1;
+		e->rel = calloc((size_t)e->rel_mask + 1, sizeof(*e->rel));
+		if (e->obufs == NULL || e->hbufs == NULL || e->hfree == NULL || e->rel == NULL)
+			goto fail;
+		for (i = 0; i < cfg->nbufs; i++)
+			e->hfree[i] = (int32_t)(cfg->nbufs - 1 - i);
+		e->nhfree = cfg->nbufs;
+	}
 	for (i = 0; i < cfg->maxjobs; i++)
 		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;
 	e->free_head = 0;
@@ -716,13 +1114,37 @@ static int spl_queue(struct spl_engine *e, uint32_t op, const struct spl_job *jo
 	return 0;
 }
 
+/* Is `job` one the engine can run? (see struct spl_job and enum spl_phase) */
+static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
+{
+	int body = spl_has_body(job);
+
+	if ((job->flags & SPL_JOB_CHUNKED) && (job->flags & (SPL_JOB_TUNNEL | SPL_JOB_SHUT_WR_ON_EOF | SPL_JOB_COPY)))
+		return 0;
+	if (job->flags & SPL_JOB_TUNNEL)
+		return job->src_fd >= 0 && job->dst_fd >= 0 && job->src_fd != job->dst_fd &&
+		       job->out_len == 0 && job->head_fd < 0 && !(job->flags & SPL_JOB_COPY);
+	if (!body && job->out_len == 0 && job->head_fd < 0)
+		return 0; /* nothing to do */
+	if (body && (job->src_fd < 0 || job->dst_fd < 0 || job->src_fd == job->dst_fd))
+		return 0;
+	if ((job->out_len > 0 || (job->flags & SPL_JOB_COPY)) &&
+	    (job->out_buf < 0 || (uint32_t)job->out_buf >= e->cfg.nbufs || job->out_len > e->cfg.bufsize ||
+	     job->dst_fd < 0))
+		return 0;
+	if (job->head_fd >= 0 && (e->cfg.nbufs == 0 || job->head_limit == 0 || job->head_limit > e->cfg.bufsize ||
+				  (job->head_fd != job->src_fd && job->head_fd != job->dst_fd)))
+		return 0;
+	if (job->src_fd < 0 && job->dst_fd < 0)
+		return 0;
+	return job->src_fd != job->dst_fd;
+}
+
 int spl_submit(struct spl_engine *e, const struct spl_job *job)
 {
 	int rc;
 
-	if (e == NULL || job == NULL || job->src_fd < 0 || job->dst_fd < 0 || job->src_fd == job->dst_fd ||
-	    (!(job->flags & (SPL_JOB_TUNNEL | SPL_JOB_CHUNKED)) && job->max_bytes == 0) ||
-	    ((job->flags & SPL_JOB_CHUNKED) && (job->flags & (SPL_JOB_TUNNEL | SPL_JOB_SHUT_WR_ON_EOF))))
+	if (e == NULL || job == NULL || !spl_job_valid(e, job))
 		return -EINVAL;
 	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) >= e->cfg.maxjobs)
 		return -EAGAIN;
@@ -763,6 +1185,32 @@ int spl_reap(struct spl_engine *e, struct spl_done *out, int max)
 	if (head != tail)
 		spl_signal(e->done_fd);
 	return n;
+}
+
+char *spl_engine_obuf(struct spl_engine *e, int32_t idx)
+{
+	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
+		return NULL;
+	return e->obufs + (size_t)idx * e->cfg.bufsize;
+}
+
+const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx)
+{
+	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
+		return NULL;
+	return e->hbufs + (size_t)idx * e->hbuf_size;
+}
+
+int spl_hbuf_release(struct spl_engine *e, int32_t idx)
+{
+	uint32_t tail;
+
+	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
+		return -EINVAL;
+	tail = atomic_load_explicit(&e->rel_tail, memory_order_relaxed);
+	e->rel[tail & e->rel_mask] = (uint32_t)idx;
+	atomic_store_explicit(&e->rel_tail, tail + 1, memory_order_release);
+	return 0;
 }
 
 void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out)

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 3
+ABI = 4
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -208,6 +208,9 @@ class EngineHandle:
         pipesize: bytes per pipe (tune.pipesize; 0 = kernel default).
         maxpipes: pipes at most (tune.maxpipes).
         maxjobs: jobs in flight at most; submit() raises EngineBusy beyond.
+        bufsize: bytes of each head and out buffer (tune.bufsize; a head read by the engine
+            is at most this long).
+        nbufs: out buffers and head buffers, each (0: no job may send or read a head).
 
     Raises:
         EngineError: the engine could not start (EINVAL for a bad CPU, EMFILE...).
@@ -215,22 +218,28 @@ class EngineHandle:
 
     REAP_BATCH = 64
 
-    def __init__(self, cpu: int, pipesize: int, maxpipes: int, maxjobs: int) -> None:
+    def __init__(self, cpu: int, pipesize: int, maxpipes: int, maxjobs: int, bufsize: int = 0,
+                 nbufs: int = 0) -> None:
         cfg = ffi.new("struct spl_cfg *", {"cpu": cpu, "pipesize": pipesize, "maxpipes": maxpipes,
-                                           "maxjobs": maxjobs})
+                                           "maxjobs": maxjobs, "bufsize": bufsize, "nbufs": nbufs})
         out = ffi.new("struct spl_engine **")
         rc = lib.spl_engine_new(cfg, out)
         if rc != 0:
             _raise(rc, "spl_engine_new")
         self._e = out[0]
+        self.bufsize = bufsize
+        self.nbufs = nbufs
         self._job = ffi.new("struct spl_job *")
         self._done = ffi.new("struct spl_done[]", self.REAP_BATCH)
         self._stats = ffi.new("struct spl_engine_stats *")
         self.eventfd = lib.spl_engine_eventfd(self._e)
+        self._obufs = [lib.spl_engine_obuf(self._e, i) for i in range(nbufs)]
+        self._hbufs = [lib.spl_engine_hbuf(self._e, i) for i in range(nbufs)]
 
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
-               src_idle_ms: int, dst_idle_ms: int) -> None:
-        """Queue a job (see struct spl_job).
+               src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
+               head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0) -> None:
+        """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()).
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -244,9 +253,19 @@ class EngineHandle:
         j.flags = flags
         j.src_idle_ms = src_idle_ms
         j.dst_idle_ms = dst_idle_ms
+        j.out_buf = out_buf
+        j.out_len = out_len
+        j.head_fd = head_fd
+        j.head_first_ms = head_first_ms
+        j.head_ms = head_ms
+        j.head_limit = head_limit
         rc = lib.spl_submit(self._e, j)
         if rc != 0:
             _raise(rc, "spl_submit")
+
+    def put_out(self, idx: int, data: bytes) -> None:
+        """Copy `data` (at most bufsize bytes) into out buffer `idx` for the next job naming it."""
+        ffi.memmove(self._obufs[idx], data, len(data))
 
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).
@@ -263,15 +282,23 @@ class EngineHandle:
             _raise(rc, "spl_cancel")
         return True
 
-    def reap(self) -> list[tuple[int, int, int, int, int, int]]:
-        """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side) tuples."""
+    def reap(self) -> list[tuple]:
+        """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side, phase,
+        head, head_info) tuples; `head` is the bytes the job's head phase read (None when
+        it read none). Each head buffer is copied out and given back to the engine here."""
         out = []
         d = self._done
+        e = self._e
         while True:
-            n = lib.spl_reap(self._e, d, self.REAP_BATCH)
+            n = lib.spl_reap(e, d, self.REAP_BATCH)
             for i in range(n):
                 c = d[i]
-                out.append((c.id, c.bytes_fwd, c.bytes_rev, c.res, c.how, c.side))
+                head = None
+                hb = c.head_buf
+                if hb >= 0:
+                    head = ffi.unpack(self._hbufs[hb], c.head_len)
+                    lib.spl_hbuf_release(e, hb)
+                out.append((c.id, c.bytes_fwd, c.bytes_rev, c.res, c.how, c.side, c.phase, head, c.head_info))
             if n < self.REAP_BATCH:
                 return out
 
@@ -335,6 +362,13 @@ class ChunkLines:
 JOB_TUNNEL = lib.SPL_JOB_TUNNEL
 JOB_SHUT_WR_ON_EOF = lib.SPL_JOB_SHUT_WR_ON_EOF
 JOB_CHUNKED = lib.SPL_JOB_CHUNKED
+JOB_COPY = lib.SPL_JOB_COPY
+JOB_SKIP_EMPTY = lib.SPL_JOB_SKIP_EMPTY
+PHASE_SEND = lib.SPL_PHASE_SEND
+PHASE_BODY = lib.SPL_PHASE_BODY
+PHASE_HEAD = lib.SPL_PHASE_HEAD
+PHASE_END = lib.SPL_PHASE_END
+END_TOO_LARGE = lib.SPL_END_TOO_LARGE
 END_DONE = lib.SPL_END_DONE
 END_PEER_CLOSED = lib.SPL_END_PEER_CLOSED
 END_ERROR = lib.SPL_END_ERROR

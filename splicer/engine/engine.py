@@ -16,7 +16,7 @@ from enum import Enum
 
 from splicer.engine import binding
 from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats
-from splicer.errors import EngineBusy  # noqa: F401  (raised by submit; re-exported for callers)
+from splicer.errors import EngineBusy, EngineError
 
 
 class JobEnd(Enum):
@@ -29,6 +29,16 @@ class JobEnd(Enum):
     CANCELLED = binding.END_CANCELLED
     NOPIPE = binding.END_NOPIPE
     BAD_FRAMING = binding.END_BAD_FRAMING
+    TOO_LARGE = binding.END_TOO_LARGE
+
+
+class Phase(Enum):
+    """Where a job ended (C enum spl_phase): END when every phase it asked for completed."""
+
+    SEND = binding.PHASE_SEND
+    BODY = binding.PHASE_BODY
+    HEAD = binding.PHASE_HEAD
+    END = binding.PHASE_END
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +56,19 @@ class SpliceJob:
         src_idle: seconds the job may wait on src for data (None: no limit); for a tunnel,
             seconds without a byte in either direction.
         dst_idle: seconds the job may wait on dst for room (None: no limit).
+        copy: move the body by copying it (recv/send through the job's out buffer) rather
+            than through a pipe; a counted body that fits behind `out` leaves with it in one
+            send.
+        out: bytes to write to dst_fd before the body (a head, at most the engine's bufsize).
+        head_fd: after the body, read one HTTP head from this fd (src_fd or dst_fd; -1 for
+            src_fd alone in a head-only job), exactly to its end (the bytes behind it stay).
+        head_first: seconds to wait for the head's first byte (None: no limit).
+        head_timeout: seconds for the whole head from its first byte (None: no limit).
+        head_limit: largest head accepted, bytes; beyond, the job ends TOO_LARGE.
+        skip_empty: drop empty lines before the head (a request, RFC 9112 section 2.2).
+
+    A job's phases run in order, each only when asked for: send `out`, move the body
+    (max_bytes 0 = none), read a head (C enum spl_phase).
     """
 
     src_fd: int
@@ -56,6 +79,13 @@ class SpliceJob:
     chunked: bool = False
     src_idle: float | None = None
     dst_idle: float | None = None
+    copy: bool = False
+    out: bytes | None = None
+    head_fd: int | None = None
+    head_first: float | None = None
+    head_timeout: float | None = None
+    head_limit: int = 0
+    skip_empty: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +99,10 @@ class Completion:
         errno: positive errno: the failure for ERROR, ETIMEDOUT for TIMEOUT, ECANCELED for
             CANCELLED, ENOBUFS for NOPIPE; 0 for DONE and PEER_CLOSED.
         side: "src" or "dst": which socket failed or timed out.
+        phase: the phase the job ended in; Phase.END when all of them completed.
+        head: the bytes the head phase read: the whole head when the job is DONE, else
+            those read before it ended (end of stream, timeout); None when it read none.
+        first_line: TOO_LARGE only: not even the head's first line ended within the limit.
     """
 
     end: JobEnd
@@ -76,6 +110,9 @@ class Completion:
     bytes_rev: int
     errno: int
     side: str
+    phase: Phase = Phase.END
+    head: bytes | None = None
+    first_line: bool = False
 
 
 def _ms(seconds: float | None) -> int:
@@ -93,26 +130,33 @@ class Engine:
         pipesize: bytes per pipe (haproxy tune.pipesize; 0 = kernel default).
         maxpipes: pipes at most (haproxy tune.maxpipes); a job that finds none ends NOPIPE.
         maxjobs: jobs in flight at most; beyond, splice() raises EngineBusy.
+        bufsize: bytes of each head and out buffer (haproxy tune.bufsize).
+        nbufs: out and head buffers, each (None: maxjobs, so a job never lacks one).
 
     Raises:
         EngineError: the engine thread could not start.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, cpu: int = -1, pipesize: int = 0,
-                 maxpipes: int = 1024, maxjobs: int = 8192) -> None:
+                 maxpipes: int = 1024, maxjobs: int = 8192, bufsize: int = 16384,
+                 nbufs: int | None = None) -> None:
         self.loop = loop
-        self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs)
+        nbufs = maxjobs if nbufs is None else nbufs
+        self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs, bufsize, nbufs)
+        self.bufsize = bufsize
+        self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
         self._futs: dict[int, asyncio.Future] = {}
         self._next = 1
         self._closed = False
         loop.add_reader(self._h.eventfd, self._on_eventfd)
 
     def _on_eventfd(self) -> None:
-        for job_id, fwd, rev, res, how, side in self._h.reap():
+        for job_id, fwd, rev, res, how, side, phase, head, info in self._h.reap():
             fut = self._futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(JobEnd(how), fwd, rev, -res,
-                                          "src" if side == binding.SIDE_SRC else "dst"))
+                                          "src" if side == binding.SIDE_SRC else "dst",
+                                          Phase(phase), head, bool(info)))
 
     async def splice(self, job: SpliceJob) -> Completion:
         """Run `job` on the engine thread and return its completion.
@@ -126,11 +170,34 @@ class Engine:
         job_id = self._next
         self._next += 1
         flags = ((binding.JOB_TUNNEL if job.tunnel else 0) | (binding.JOB_SHUT_WR_ON_EOF if job.shut_wr_on_eof else 0)
-                 | (binding.JOB_CHUNKED if job.chunked else 0))
-        self._h.submit(job_id, job.src_fd, job.dst_fd, UNTIL_EOF if job.max_bytes is None else job.max_bytes,
-                       flags, _ms(job.src_idle), _ms(job.dst_idle))
+                 | (binding.JOB_CHUNKED if job.chunked else 0) | (binding.JOB_COPY if job.copy else 0)
+                 | (binding.JOB_SKIP_EMPTY if job.skip_empty else 0))
+        out_buf, out_len = -1, 0
+        if job.out is not None or job.copy:
+            if not self._free_out:
+                raise EngineBusy(errno.EAGAIN, "no engine out buffer free")
+            if job.out is not None and len(job.out) > self.bufsize:
+                raise EngineError(errno.EMSGSIZE, "head larger than the engine's bufsize")
+            out_buf = self._free_out.pop()
+            if job.out:
+                out_len = len(job.out)
+                self._h.put_out(out_buf, job.out)
+        head_fd = -1
+        if job.head_fd is not None:
+            head_fd = job.src_fd if job.head_fd == -1 else job.head_fd
+        try:
+            self._h.submit(job_id, job.src_fd, job.dst_fd,
+                           UNTIL_EOF if job.max_bytes is None else job.max_bytes, flags,
+                           _ms(job.src_idle), _ms(job.dst_idle), out_buf, out_len, head_fd,
+                           _ms(job.head_first), _ms(job.head_timeout), job.head_limit)
+        except BaseException:
+            if out_buf >= 0:
+                self._free_out.append(out_buf)
+            raise
         fut = self.loop.create_future()
         self._futs[job_id] = fut
+        if out_buf >= 0:
+            fut.add_done_callback(lambda _f, b=out_buf: self._free_out.append(b))
         try:
             # shielded: cancelling the caller must not cancel `fut`, which only the engine's
             # completion may resolve (until then the engine owns the fds)

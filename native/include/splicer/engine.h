@@ -12,8 +12,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-#define SPL_ENGINE_ABI 3
+#define SPL_ENGINE_ABI 4
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -125,6 +126,23 @@ enum spl_job_flag {
 	SPL_JOB_CHUNKED = 4,        /* one chunked body, forwarded verbatim: the engine reads the
 	                             * framing lines (spl_chunk_line) and splices lines and data;
 	                             * max_bytes is ignored */
+	SPL_JOB_COPY = 8,           /* move the body by copying it through the job's out buffer
+	                             * (recv/send) rather than through a pipe: cheaper for small
+	                             * bodies; needs out_buf; not with TUNNEL or CHUNKED */
+	SPL_JOB_SKIP_EMPTY = 16,    /* head phase: drop empty lines before the head (a request:
+	                             * RFC 9112 section 2.2) */
+};
+
+/* The phases of a job, in order; each is skipped when the job does not ask for it:
+ * SEND writes out_len bytes of the out buffer (a head) to dst_fd, BODY moves the body
+ * src_fd -> dst_fd (max_bytes, chunked or until EOF; none when max_bytes is 0), HEAD reads
+ * one HTTP head from head_fd into a head buffer of the engine. struct spl_done.phase tells
+ * where a job ended (SPL_PHASE_END: every phase completed). */
+enum spl_phase {
+	SPL_PHASE_SEND = 0,
+	SPL_PHASE_BODY = 1,
+	SPL_PHASE_HEAD = 2,
+	SPL_PHASE_END = 3,
 };
 
 /* How a job ended (struct spl_done.how). */
@@ -136,6 +154,7 @@ enum spl_end {
 	SPL_END_CANCELLED = 4,   /* spl_cancel() */
 	SPL_END_NOPIPE = 5,      /* no pipe free (tune.maxpipes): nothing moved, copy instead */
 	SPL_END_BAD_FRAMING = 6, /* SPL_JOB_CHUNKED: invalid chunked framing from src (-EPROTO) */
+	SPL_END_TOO_LARGE = 7,   /* head phase: no end of head within head_limit bytes (-EMSGSIZE) */
 };
 
 /* Which fd an end refers to (struct spl_done.side). */
@@ -155,6 +174,13 @@ struct spl_job {
 	uint32_t src_idle_ms; /* max wait on src for data, ms (0 = none); tunnel: idle of both ways.
 	                       * A body's wait restarts only once 1 KiB moved (a minimum rate). */
 	uint32_t dst_idle_ms; /* max wait on dst for room, ms (0 = none); unused for tunnels */
+	uint32_t out_len;     /* SEND phase: bytes of out_buf to write to dst first (0 = none) */
+	int32_t out_buf;      /* index of the caller's out buffer (spl_engine_obuf), -1 = none */
+	int32_t head_fd;      /* HEAD phase: read one head from this fd (src_fd or dst_fd, or
+	                       * the only fd of a head-only job), -1 = no head phase */
+	uint32_t head_first_ms; /* HEAD: max wait for the head's first byte, ms (0 = none) */
+	uint32_t head_ms;     /* HEAD: max time for the whole head from its first byte, ms */
+	uint32_t head_limit;  /* HEAD: largest head accepted, bytes (<= spl_cfg.bufsize) */
 	uint32_t pad;
 };
 
@@ -166,6 +192,12 @@ struct spl_done {
 	int32_t res;        /* 0 or -errno */
 	uint32_t how;       /* enum spl_end */
 	uint32_t side;      /* enum spl_side: which fd failed or timed out */
+	uint32_t phase;     /* enum spl_phase: the phase the job ended in (END: all completed) */
+	int32_t head_buf;   /* head buffer holding the head's bytes (spl_engine_hbuf), -1 = none;
+	                     * the caller owns it now and gives it back with spl_hbuf_release() */
+	uint32_t head_len;  /* head bytes read: the whole head (DONE), or those read before an
+	                     * end of stream or timeout (empty lines skipped are not counted) */
+	uint32_t head_info; /* SPL_END_TOO_LARGE: 1 when not even the first line ended */
 	uint32_t pad;
 };
 
@@ -175,6 +207,8 @@ struct spl_cfg {
 	uint32_t pipesize; /* tune.pipesize, bytes (0 = kernel default) */
 	uint32_t maxpipes; /* tune.maxpipes */
 	uint32_t maxjobs;  /* jobs in flight at most (submitted and not yet reaped) */
+	uint32_t bufsize;  /* bytes of each head and out buffer (tune.bufsize), 0 = no buffers */
+	uint32_t nbufs;    /* out buffers (the caller's) and head buffers (the engine's), each */
 };
 
 /* Engine counters (read without locks; each value is updated atomically). */
@@ -216,6 +250,25 @@ int spl_cancel(struct spl_engine *e, uint64_t id);
 /* Copies up to `max` completions into out[] and clears the eventfd. Returns how many (>= 0).
  * Thread: the submitting thread. */
 int spl_reap(struct spl_engine *e, struct spl_done *out, int max);
+
+/* The out buffer `idx` (0 <= idx < nbufs, bufsize bytes): the caller writes a head into it
+ * before submitting a job that names it, and may reuse it once that job is reaped. NULL for
+ * a bad index. Thread: the submitting thread. */
+char *spl_engine_obuf(struct spl_engine *e, int32_t idx);
+
+/* The head buffer `idx` named by a completion (struct spl_done.head_buf). NULL for a bad
+ * index. Thread: the submitting thread, between the reap and spl_hbuf_release(). */
+const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx);
+
+/* Gives head buffer `idx` back to the engine. Thread: the submitting thread. Never blocks:
+ * the release ring has room for every buffer. Returns 0 or -EINVAL. */
+int spl_hbuf_release(struct spl_engine *e, int32_t idx);
+
+/* Where the head at the start of buf[0..len) ends: its length through the empty line that
+ * ends it (CRLF or bare LF line ends), or -1 when it does not end within len bytes. The
+ * search starts at `start` (a few bytes before the previous end, when called again on a
+ * longer buffer). Same result as splicer/http/h1.py find_head_end(). */
+ssize_t spl_head_end(const char *buf, size_t len, size_t start);
 
 /* Copies the engine's counters into *out. Any thread. */
 void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out);
