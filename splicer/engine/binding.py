@@ -239,7 +239,8 @@ class EngineHandle:
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
                head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0) -> None:
-        """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()).
+        """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
+        without waking the engine: call wake() once after a batch of submits.
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -259,9 +260,14 @@ class EngineHandle:
         j.head_first_ms = head_first_ms
         j.head_ms = head_ms
         j.head_limit = head_limit
-        rc = lib.spl_submit(self._e, j)
+        rc = lib.spl_push(self._e, j)
         if rc != 0:
             _raise(rc, "spl_submit")
+
+    def wake(self) -> None:
+        """Wake the engine for the jobs queued since the last wake (no syscall while it is busy)."""
+        if self._e is not None:
+            lib.spl_wake(self._e)
 
     def put_out(self, idx: int, data: bytes) -> None:
         """Copy `data` (at most bufsize bytes) into out buffer `idx` for the next job naming it."""

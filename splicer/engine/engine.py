@@ -13,6 +13,7 @@ import asyncio
 import errno
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from splicer.engine import binding
 from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats
@@ -88,13 +89,12 @@ class SpliceJob:
     skip_empty: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(NamedTuple):
     """A finished job.
 
     Attributes:
         end: how it ended.
-        bytes_fwd: bytes written to dst.
+        bytes_fwd: bytes written to dst (body bytes: a head sent first is not counted).
         bytes_rev: tunnel only: bytes written back to src.
         errno: positive errno: the failure for ERROR, ETIMEDOUT for TIMEOUT, ECANCELED for
             CANCELLED, ENOBUFS for NOPIPE; 0 for DONE and PEER_CLOSED.
@@ -115,7 +115,13 @@ class Completion:
     first_line: bool = False
 
 
-def _ms(seconds: float | None) -> int:
+_ENDS = {e.value: e for e in JobEnd}
+_PHASES = {p.value: p for p in Phase}
+_SIDES = {binding.SIDE_SRC: "src"}
+
+
+def ms(seconds: float | None) -> int:
+    """A timeout in the engine's form: milliseconds, at least 1; 0 for None (no limit)."""
     if seconds is None:
         return 0
     return max(1, min(int(seconds * 1000), 2**32 - 1))
@@ -145,77 +151,120 @@ class Engine:
         self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs, bufsize, nbufs)
         self.bufsize = bufsize
         self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
+        self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
         self._futs: dict[int, asyncio.Future] = {}
         self._next = 1
         self._closed = False
+        self._wake_due = False  # a wake of the engine is scheduled for this loop iteration
         loop.add_reader(self._h.eventfd, self._on_eventfd)
 
     def _on_eventfd(self) -> None:
+        futs, outs, free_out = self._futs, self._outs, self._free_out
         for job_id, fwd, rev, res, how, side, phase, head, info in self._h.reap():
-            fut = self._futs.pop(job_id, None)
+            if outs:
+                b = outs.pop(job_id, None)
+                if b is not None:
+                    free_out.append(b)  # the job is over: its out buffer is free again
+            fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
-                fut.set_result(Completion(JobEnd(how), fwd, rev, -res,
-                                          "src" if side == binding.SIDE_SRC else "dst",
-                                          Phase(phase), head, bool(info)))
+                fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
+                                          _PHASES[phase], head, bool(info)))
+
+    def submit(self, src_fd: int, dst_fd: int, max_bytes: int, flags: int, src_idle_ms: int = 0,
+               dst_idle_ms: int = 0, out: bytes | None = None, head_fd: int = -1, head_first_ms: int = 0,
+               head_ms: int = 0, head_limit: int = 0) -> tuple[int, asyncio.Future]:
+        """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
+        times in ms) and return (job id, future of its Completion); give both to wait().
+        The engine is woken once per loop iteration, for every job queued in it.
+
+        Raises:
+            EngineBusy: maxjobs in flight, or no out buffer free.
+            EngineError: the job was refused (EINVAL), or `out` is larger than bufsize.
+        """
+        job_id = self._next
+        self._next += 1
+        out_buf, out_len = -1, 0
+        if out is not None or flags & binding.JOB_COPY:
+            if not self._free_out:
+                raise EngineBusy(errno.EAGAIN, "no engine out buffer free")
+            if out is not None and len(out) > self.bufsize:
+                raise EngineError(errno.EMSGSIZE, "head larger than the engine's bufsize")
+            out_buf = self._free_out.pop()
+            if out:
+                out_len = len(out)
+                self._h.put_out(out_buf, out)
+        try:
+            self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
+                           out_len, head_fd, head_first_ms, head_ms, head_limit)
+        except BaseException:
+            if out_buf >= 0:
+                self._free_out.append(out_buf)
+            raise
+        if out_buf >= 0:
+            self._outs[job_id] = out_buf
+        if not self._wake_due:
+            # one wake-up for every job submitted in this loop iteration
+            self._wake_due = True
+            self.loop.call_soon(self._wake)
+        fut = self.loop.create_future()
+        self._futs[job_id] = fut
+        return job_id, fut
+
+    async def wait(self, job_id: int, fut: asyncio.Future) -> Completion:
+        """The Completion of a job from submit().
+
+        Raises:
+            asyncio.CancelledError: the awaiting task was cancelled; the job was stopped and
+                its completion reaped first, so the fds are free again.
+            OSError: ECANCELED, the engine was closed.
+        """
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if self._closed or job_id not in self._futs:
+                raise  # the completion was already reaped: the fds are free
+            # `fut` went with the task: a new future takes the completion, once the engine
+            # has stopped the job (until then the engine owns the fds)
+            done = self.loop.create_future()
+            self._futs[job_id] = done
+            while not self._h.cancel(job_id):  # the queue is full: reap, then try again
+                self._on_eventfd()
+                if done.done():
+                    raise
+                await asyncio.sleep(0.001)
+                if self._closed:
+                    raise
+            while not done.done():
+                try:
+                    await asyncio.shield(done)
+                except asyncio.CancelledError:
+                    continue
+            raise
 
     async def splice(self, job: SpliceJob) -> Completion:
         """Run `job` on the engine thread and return its completion.
 
         Raises:
-            EngineBusy: maxjobs in flight; move the bytes another way.
+            EngineBusy: maxjobs in flight (or no out buffer free); move the bytes another way.
             EngineError: the job was refused (EINVAL).
             asyncio.CancelledError: the awaiting task was cancelled; the job was stopped and
                 its completion reaped first, so the fds are free again.
         """
-        job_id = self._next
-        self._next += 1
         flags = ((binding.JOB_TUNNEL if job.tunnel else 0) | (binding.JOB_SHUT_WR_ON_EOF if job.shut_wr_on_eof else 0)
                  | (binding.JOB_CHUNKED if job.chunked else 0) | (binding.JOB_COPY if job.copy else 0)
                  | (binding.JOB_SKIP_EMPTY if job.skip_empty else 0))
-        out_buf, out_len = -1, 0
-        if job.out is not None or job.copy:
-            if not self._free_out:
-                raise EngineBusy(errno.EAGAIN, "no engine out buffer free")
-            if job.out is not None and len(job.out) > self.bufsize:
-                raise EngineError(errno.EMSGSIZE, "head larger than the engine's bufsize")
-            out_buf = self._free_out.pop()
-            if job.out:
-                out_len = len(job.out)
-                self._h.put_out(out_buf, job.out)
         head_fd = -1
         if job.head_fd is not None:
             head_fd = job.src_fd if job.head_fd == -1 else job.head_fd
-        try:
-            self._h.submit(job_id, job.src_fd, job.dst_fd,
-                           UNTIL_EOF if job.max_bytes is None else job.max_bytes, flags,
-                           _ms(job.src_idle), _ms(job.dst_idle), out_buf, out_len, head_fd,
-                           _ms(job.head_first), _ms(job.head_timeout), job.head_limit)
-        except BaseException:
-            if out_buf >= 0:
-                self._free_out.append(out_buf)
-            raise
-        fut = self.loop.create_future()
-        self._futs[job_id] = fut
-        if out_buf >= 0:
-            fut.add_done_callback(lambda _f, b=out_buf: self._free_out.append(b))
-        try:
-            # shielded: cancelling the caller must not cancel `fut`, which only the engine's
-            # completion may resolve (until then the engine owns the fds)
-            return await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            if self._closed:
-                raise
-            while not self._h.cancel(job_id):  # the queue is full: reap, then try again
-                self._on_eventfd()
-                await asyncio.sleep(0.001)
-                if self._closed:
-                    raise
-            while not fut.done():
-                try:
-                    await asyncio.shield(fut)
-                except asyncio.CancelledError:
-                    continue
-            raise
+        job_id, fut = self.submit(job.src_fd, job.dst_fd, UNTIL_EOF if job.max_bytes is None else job.max_bytes,
+                                  flags, ms(job.src_idle), ms(job.dst_idle), job.out, head_fd,
+                                  ms(job.head_first), ms(job.head_timeout), job.head_limit)
+        return await self.wait(job_id, fut)
+
+    def _wake(self) -> None:
+        self._wake_due = False
+        if not self._closed:
+            self._h.wake()
 
     def stats(self) -> EngineStats:
         """The engine's counters (spliced bytes, calls, pipes, jobs)."""

@@ -81,6 +81,11 @@ class RequestHead:
     expect_continue: bool = False
     upgrade: bytes | None = None
 
+    def copy(self) -> "RequestHead":
+        """A shallow copy (the fields list is shared: reassign it, never mutate it)."""
+        return RequestHead(self.method, self.target, self.version, self.headers, self.framing,
+                           self.keep_alive, self.expect_continue, self.upgrade)
+
 
 @dataclass(slots=True)
 class ResponseHead:
@@ -101,6 +106,11 @@ class ResponseHead:
     headers: hdr.Headers
     framing: Framing
     keep_alive: bool
+
+    def copy(self) -> "ResponseHead":
+        """A shallow copy (the fields list is shared: reassign it, never mutate it)."""
+        return ResponseHead(self.status, self.reason, self.version, self.headers, self.framing,
+                            self.keep_alive)
 
 
 def _persistent(version: bytes, conn_tokens: list[bytes]) -> bool:
@@ -197,7 +207,61 @@ def _request_transfer_coding_error(head: bytes) -> HeadError | None:
     return None
 
 
+class HeadMemo:
+    """Parsed heads by their bytes: a head seen before is not parsed again.
+
+    Parsing is a pure function of the head's bytes (and of the few arguments in the key), so
+    the result for bytes already parsed is the same; clients on kept-alive connections and
+    origins send the same heads again and again (a response head changes with its Date field
+    once a second). Only valid heads are kept, up to `max_len` bytes each and `max_entries`
+    of them (the oldest goes first); `get` returns a copy, whose attributes the caller may
+    reassign (never mutate the fields list in place: it is shared).
+
+    Args:
+        max_entries: heads kept at most.
+        max_len: longest head kept, bytes.
+    """
+
+    __slots__ = ("max_entries", "max_len", "_d")
+
+    def __init__(self, max_entries: int = 1024, max_len: int = 4096) -> None:
+        self.max_entries = max_entries
+        self.max_len = max_len
+        self._d: dict = {}
+
+    def get(self, key):
+        """A copy of what was kept for `key`, or None."""
+        hit = self._d.get(key)
+        return None if hit is None else hit.copy()
+
+    def put(self, key, head_len: int, value) -> None:
+        """Keep `value` (a RequestHead or ResponseHead) for `key` when the head is short enough."""
+        if head_len > self.max_len:
+            return
+        d = self._d
+        if len(d) >= self.max_entries:
+            del d[next(iter(d))]
+        d[key] = value.copy()
+
+
+_REQUESTS = HeadMemo()
+_RESPONSES = HeadMemo()
+
+
 def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
+    """Parse one request head (request line + fields + empty line), through HeadMemo.
+
+    Same contract as _parse_request, which does the parsing.
+    """
+    key = (head, maxhdr)
+    req = _REQUESTS.get(key)
+    if req is None:
+        req = _parse_request(head, maxhdr)
+        _REQUESTS.put(key, len(head), req)
+    return req
+
+
+def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     """Parse one request head (request line + fields + empty line).
 
     Args:
@@ -289,6 +353,16 @@ def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[
 
 
 def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
+    """Parse one response head, through HeadMemo; same contract as _parse_response."""
+    key = (head, method, upgrade_requested)
+    resp = _RESPONSES.get(key)
+    if resp is None:
+        resp = _parse_response(head, method, upgrade_requested)
+        _RESPONSES.put(key, len(head), resp)
+    return resp
+
+
+def _parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
     """Parse one response head received for a request with `method`.
 
     Args:

@@ -89,6 +89,12 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
     # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.sched_setaffinity(0, worker_cpus(config, number))
+    try:
+        # as the engine thread: a wake-up of the loop (an engine completion) does not preempt
+        # the engine mid-batch on the CPU they share (see native/src/engine.c)
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except OSError:
+        pass  # a restricted container: slower, not wrong
     if loop_kind == "uvloop":
         import uvloop
         loop = uvloop.new_event_loop()

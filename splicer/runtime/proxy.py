@@ -33,6 +33,10 @@ log = logging.getLogger("splicer")
 ACCEPT_BATCH = 64
 """Connections accepted per readiness event of a listener."""
 
+HEAD_ROOM = 4096
+"""Bytes of an engine buffer beyond tune.bufsize: a forwarded head may grow by the fields
+splicer adds (X-Forwarded-For, Forwarded, header rules); a larger one is sent by the loop."""
+
 
 def splice_policy(request: bool, *flags) -> SplicePolicy:
     """Combine the `option splice-*` flags of a frontend and its backend for one direction.
@@ -197,7 +201,10 @@ class Proxy:
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         # the loop's own pool only serves transfers the engine could not take: a quarter
         self.pool = PipePool(g.pipesize or 0, max(maxpipes // 4, 1))
-        self.engine = Engine(loop, cpu, g.pipesize or 0, maxpipes, maxjobs=2 * g.maxconn + 64)
+        # heads are read into and written from the engine's buffers: room for the largest head
+        # accepted (tune.bufsize) plus the fields splicer adds when forwarding it
+        self.engine = Engine(loop, cpu, g.pipesize or 0, maxpipes, maxjobs=2 * g.maxconn + 64,
+                             bufsize=g.bufsize + HEAD_ROOM)
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]

@@ -34,7 +34,8 @@ from splicer.http.framing import BodyKind, Framing
 from splicer.http.rules import StreamInfo
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
                              forward_response_head, parse_request, parse_response)
-from splicer.runtime import io
+from splicer.engine.engine import Completion, Phase
+from splicer.runtime import heads, io
 from splicer.runtime.backend import Lease
 from splicer.runtime.transfer import End, Result, Side
 from splicer.runtime.tunnel import run_tunnel
@@ -180,9 +181,9 @@ class HttpSession:
         """Serve one request/response; True when the session may go on with another."""
         fe = self.fe
         try:
-            head = await io.recv_head(self.loop, self.sock, fe.bufsize,
-                                      self.t_request if first else self.t_keepalive, self.t_request,
-                                      skip_empty_lines=True, wait_first=not first)
+            head = await heads.read_head(fe.mover, self.sock, fe.bufsize,
+                                         self.t_request if first else self.t_keepalive, self.t_request,
+                                         skip_empty_lines=True)
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.ereq += 1
@@ -325,6 +326,18 @@ class HttpSession:
         if be.model.abortonclose and self._client_gone():
             self.fe.counters.ereq += 1
             return False, True  # nothing was sent: the server connection is still clean
+        if req.framing.kind is BodyKind.NONE:
+            # the common case: one engine job sends the head and brings the response head back
+            c = await heads.send_then_read_head(self.fe.mover, lease.sock, out_head, self.t_server,
+                                                self.fe.bufsize, self.t_server, self.t_server)
+            if c is not None:
+                if c.phase is Phase.SEND:
+                    if lease.reused:
+                        return _RETRY, False
+                    be.counters.eresp += 1
+                    await self._reply_error(502)
+                    return False, False
+                return await self._relay_response(req, srv, lease, None, c)
         try:
             await io.send_all(loop, lease.sock, out_head, self.t_server)
         except (OSError, TimeoutError):
@@ -342,10 +355,14 @@ class HttpSession:
         finally:
             await self._end_task(body_task)
 
-    async def _relay_response(self, req: RequestHead, srv: Side, lease: Lease, body_task) -> tuple[object, bool]:
-        """Read the response (relaying 1xx), send its head and body to the client."""
-        loop, be = self.loop, self.be
-        resp, status, event = await self._response_head(req, srv, lease, body_task)
+    async def _relay_response(self, req: RequestHead, srv: Side, lease: Lease, body_task,
+                              first: Completion | None = None) -> tuple[object, bool]:
+        """Read the response (relaying 1xx), send its head and body to the client.
+
+        `first`: the completion of the engine job that sent the request and read the first
+        response head (None: read it here)."""
+        be = self.be
+        resp, status, event = await self._response_head(req, srv, lease, body_task, first)
         if resp is _RETRY:
             return _RETRY, False
         if resp is None:
@@ -370,34 +387,31 @@ class HttpSession:
                                      self.info, req)
         policy = self.fe.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
-        early = b""
-        if 0 < length <= SMALL_BODY and not policy.wants(length):
-            # a small copied body is usually in the socket already: take it now and send it
-            # with the head in one write (one syscall and one segment fewer per response)
-            try:
-                early = lease.sock.recv(length)
-            except (BlockingIOError, InterruptedError):
-                early = b""
-            except OSError:
-                early = b""  # the transfer below meets the error again and reports it
-        try:
-            await io.send_all(loop, self.sock, head + early if early else head, self.t_client)
-        except (OSError, TimeoutError):
-            return False, False
-        self.fe.counters.bout += len(head)
-        for c in (self.fe.counters, be.counters, lease.server.counters):
-            c.count_status(resp.status)
-
-        if fr.kind is BodyKind.LENGTH:
-            r = await self.fe.mover.move(srv, self.cli, length - len(early), policy)
-            r.moved += len(early)
-            r.copied += len(early)
-        elif fr.kind is BodyKind.CHUNKED:
-            r = await self.fe.mover.move_chunked(srv, self.cli, policy, dechunk=dechunk)
-        elif fr.kind is BodyKind.CLOSE:
-            r = await self.fe.mover.move(srv, self.cli, None, policy)
+        taken = None
+        if not dechunk:
+            # one engine job: the head, then the body (copied or spliced), to the client
+            if fr.kind is BodyKind.LENGTH:
+                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, length, False,
+                                                   policy.wants(length))
+            elif fr.kind is BodyKind.CLOSE:
+                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, None, False,
+                                                   policy.wants(None))
+            elif fr.kind is BodyKind.CHUNKED:
+                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, None, True,
+                                                   policy.wants(None))
+            else:
+                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, 0, False, False)
+        if taken is not None:
+            sent, r = taken
+            if not sent:
+                return False, False
+            self.fe.counters.bout += len(head)
+            for c in (self.fe.counters, be.counters, lease.server.counters):
+                c.count_status(resp.status)
         else:
-            r = Result(End.DONE)
+            r = await self._send_response_on_loop(srv, lease, resp, head, length, policy, dechunk)
+            if r is None:
+                return False, False
         self._account(r, True, lease.server)
         ok = r.end is End.DONE
         if not ok:
@@ -426,6 +440,42 @@ class HttpSession:
             elif body_task.result().end is not End.DONE:
                 ok = False
         return ok and cli_keep, ok and srv_reuse
+
+    async def _send_response_on_loop(self, srv: Side, lease: Lease, resp: ResponseHead, head: bytes,
+                                     length: int, policy, dechunk: bool) -> Result | None:
+        """Send the response head and move its body on the loop (when the engine cannot take
+        the job, or the body is de-chunked or a copied chunked one). None: the head could
+        not be sent (the client is gone)."""
+        loop, be, fr = self.loop, self.be, resp.framing
+        early = b""
+        if 0 < length <= SMALL_BODY and not policy.wants(length):
+            # a small copied body is usually in the socket already: take it now and send it
+            # with the head in one write (one syscall and one segment fewer per response)
+            try:
+                early = lease.sock.recv(length)
+            except (BlockingIOError, InterruptedError):
+                early = b""
+            except OSError:
+                early = b""  # the transfer below meets the error again and reports it
+        try:
+            await io.send_all(loop, self.sock, head + early if early else head, self.t_client)
+        except (OSError, TimeoutError):
+            return None
+        self.fe.counters.bout += len(head)
+        for c in (self.fe.counters, be.counters, lease.server.counters):
+            c.count_status(resp.status)
+
+        if fr.kind is BodyKind.LENGTH:
+            r = await self.fe.mover.move(srv, self.cli, length - len(early), policy)
+            r.moved += len(early)
+            r.copied += len(early)
+        elif fr.kind is BodyKind.CHUNKED:
+            r = await self.fe.mover.move_chunked(srv, self.cli, policy, dechunk=dechunk)
+        elif fr.kind is BodyKind.CLOSE:
+            r = await self.fe.mover.move(srv, self.cli, None, policy)
+        else:
+            r = Result(End.DONE)
+        return r
 
     async def _switch_protocols(self, req: RequestHead, resp: ResponseHead, lease: Lease,
                                 body_task) -> tuple[object, bool]:
@@ -517,8 +567,10 @@ class HttpSession:
                 pass
         return r
 
-    async def _response_head(self, req: RequestHead, srv: Side, lease: Lease, body_task):
-        """Read the final response head, relaying 1xx ones to the client.
+    async def _response_head(self, req: RequestHead, srv: Side, lease: Lease, body_task,
+                             first: Completion | None = None):
+        """Read the final response head, relaying 1xx ones to the client; `first` is the
+        completion of an engine job that already read the first head (None: read it here).
 
         Returns:
             (ResponseHead, 0, None) on success; (_RETRY, 0, None) when a reused connection
@@ -535,8 +587,12 @@ class HttpSession:
                 await asyncio.wait((body_task, readable), return_when=asyncio.FIRST_COMPLETED)
                 await self._end_task(readable)
             try:
-                head = await io.recv_head(loop, lease.sock, self.fe.bufsize, self.t_server, self.t_server,
-                                          wait_first=True)
+                if first is not None:
+                    head = heads.head_of(first)
+                    first = None
+                else:
+                    head = await heads.read_head(self.fe.mover, lease.sock, self.fe.bufsize,
+                                                 self.t_server, self.t_server)
             except TimeoutError:
                 self.be.counters.eresp += 1
                 # nothing was sent to the client yet, even after a partial head

@@ -242,6 +242,16 @@ int spl_engine_eventfd(const struct spl_engine *e);
  * itself), -EINVAL for a bad job. Thread: the single submitting thread only. Never blocks. */
 int spl_submit(struct spl_engine *e, const struct spl_job *job);
 
+/* Queues a job like spl_submit() but does not wake the engine: call spl_wake() once after a
+ * batch of pushes (one wake-up, so the engine thread does not preempt the caller at every
+ * job when both share a CPU). Same returns as spl_submit(). Thread: the submitting thread. */
+int spl_push(struct spl_engine *e, const struct spl_job *job);
+
+/* Wakes the engine when messages were queued since the last call and the engine sleeps
+ * (one eventfd write at most; none while it is busy: it looks at its queue before sleeping).
+ * Thread: the submitting thread. */
+void spl_wake(struct spl_engine *e);
+
 /* Asks the engine to stop job `id`; its completion (SPL_END_CANCELLED, or how it ended if it
  * ended first) still arrives and must be reaped before the fds are reused. Returns 0 or -EAGAIN
  * (queue full: try again after reaping). Thread: the submitting thread. */

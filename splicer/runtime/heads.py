@@ -1,0 +1,142 @@
+"""Heads on the wire through the engine: read a head off a socket, send a head with its body.
+
+Rule: everything here hands the socket work of one step of a stream to the engine thread as
+one job (C enum spl_phase: send a head, move a body, read a head), so that the loop makes no
+socket call for it; when the engine cannot take the job (EngineBusy, no pipe, a head larger
+than its buffers), the same step runs on the loop (runtime/io.py, runtime/transfer.py) with
+the same outcome. Results are the loop primitives' own: a head's bytes, TimeoutError with
+`.partial`, io.HeadTooLarge; a body's transfer.Result.
+"""
+from __future__ import annotations
+
+import socket
+
+from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, JOB_SKIP_EMPTY, UNTIL_EOF
+from splicer.engine.engine import Completion, JobEnd, Phase, ms
+from splicer.errors import EngineBusy, EngineError
+from splicer.runtime import io
+from splicer.runtime.transfer import End, Mover, Result
+
+NOT_TAKEN = None
+"""What the engine-backed steps return when the engine did not take the job: nothing was
+sent or read, and the caller runs the step on the loop."""
+
+
+def head_of(c: Completion) -> bytes:
+    """The head a job's head phase read, with io.recv_head()'s outcomes.
+
+    Returns:
+        The head; b"" when the peer closed (or reset) before any byte, or the bytes read
+        before it closed mid-head (a value without an end of head).
+
+    Raises:
+        TimeoutError: the head's first byte, or the whole head, did not come in time;
+            `.partial` holds the bytes read (b"" when none).
+        io.HeadTooLarge: no end of head within the limit (`first_line` as io.recv_head).
+    """
+    if c.end is JobEnd.TIMEOUT:
+        exc = TimeoutError()
+        exc.partial = c.head or b""
+        raise exc
+    if c.end is JobEnd.TOO_LARGE:
+        raise io.HeadTooLarge("head larger than the limit", first_line=c.first_line)
+    return c.head or b""
+
+
+async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout: float | None,
+                    timeout: float | None, skip_empty_lines: bool = False) -> bytes:
+    """Read exactly one head from `sock` (io.recv_head's contract), on the engine thread.
+
+    Args:
+        limit: largest head accepted, bytes (tune.bufsize).
+        first_timeout: seconds to wait for the first byte (None: no limit).
+        timeout: seconds for the whole head from its first byte (None: no limit).
+        skip_empty_lines: drop empty lines before the head (RFC 9112 section 2.2).
+    """
+    engine = mover.engine
+    if engine is not None and limit <= engine.bufsize:
+        fd = sock.fileno()
+        try:
+            job = engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
+                                head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit)
+        except EngineBusy:
+            job = None
+        if job is not None:
+            return head_of(await engine.wait(*job))
+    return await io.recv_head(mover.loop, sock, limit, first_timeout, timeout,
+                              skip_empty_lines=skip_empty_lines, wait_first=True)
+
+
+async def send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
+                              limit: int, first_timeout: float | None,
+                              timeout: float | None) -> Completion | None:
+    """Send `out` (a request head without a body) on `sock`, then read the response head
+    from it, in one engine job.
+
+    Returns:
+        The completion (phase SEND with an end other than DONE: the send failed; else use
+        head_of() on it), or NOT_TAKEN when the engine could not take the job.
+    """
+    engine = mover.engine
+    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
+        return NOT_TAKEN
+    fd = sock.fileno()
+    try:
+        job = engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit)
+    except (EngineBusy, EngineError):
+        return NOT_TAKEN
+    return await engine.wait(*job)
+
+
+def _result(c: Completion, copied: bool) -> Result:
+    """A body's transfer.Result from the completion of the job that moved it."""
+    n = c.bytes_fwd
+    res = Result(End.DONE, n, 0 if copied else n, n if copied else 0)
+    if c.end is JobEnd.DONE:
+        return res
+    if c.end is JobEnd.BAD_FRAMING:
+        res.end = End.BAD_FRAMING
+    elif c.end is JobEnd.PEER_CLOSED:
+        res.end = End.SRC_EOF
+    elif c.end is JobEnd.TIMEOUT:
+        res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
+    else:
+        res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
+    return res
+
+
+async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
+                         splice: bool) -> tuple[bool, Result] | None:
+    """Send `head` to dst, then move the body src -> dst, in one engine job.
+
+    Args:
+        src, dst: transfer.Side (socket and idle timeout) of the body's source and of the
+            socket the head and body go to.
+        count: body bytes (0: no body; None: until src's end of stream); ignored if chunked.
+        chunked: a chunked body, forwarded verbatim (the engine checks its framing lines).
+        splice: move the body through a pipe; else copy it (a counted body that fits
+            behind the head leaves with it in one send).
+
+    Returns:
+        (sent, result): sent is False when the head could not be sent (the peer is gone;
+        nothing of the body moved); result is the body's Result. NOT_TAKEN when the
+        engine could not take the job (nothing was sent).
+    """
+    engine = mover.engine
+    if engine is None or len(head) > engine.bufsize:
+        return NOT_TAKEN
+    copy = not splice and not chunked
+    if chunked and not splice:
+        return NOT_TAKEN
+    flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if copy else 0)
+    try:
+        job = engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
+                            ms(src.timeout), ms(dst.timeout), head)
+    except (EngineBusy, EngineError):
+        return NOT_TAKEN
+    c = await engine.wait(*job)
+    if c.end is JobEnd.NOPIPE:
+        return NOT_TAKEN
+    if c.phase is Phase.SEND:
+        return False, Result(End.DST_ERROR)
+    return True, _result(c, copy)
