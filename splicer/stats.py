@@ -51,13 +51,15 @@ class Counters:
 
     def count_status(self, status: int) -> None:
         """Count one response of `status` in its class."""
-        cls = min(max(status // 100, 1), 5)
-        setattr(self, f"hrsp_{cls}xx", getattr(self, f"hrsp_{cls}xx") + 1)
+        name = _STATUS_CLASS[min(max(status // 100, 1), 5)]
+        setattr(self, name, getattr(self, name) + 1)
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for the JSON stats line)."""
         return asdict(self)
 
+
+_STATUS_CLASS = (None, "hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx")
 
 NOT_SUMMED = frozenset({"pipe_size", "size"})
 """Per-pipe sizes: the merged value is the largest, not a sum."""

@@ -20,7 +20,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +37,18 @@
 #include "pool.h"
 
 #define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
+#define SPL_FD_USERS 4           /* jobs that may use one fd at once (a body and a head...) */
+#define SPL_MAX_FDS (1u << 22)   /* the fd table's size at most (RLIMIT_NOFILE beyond it) */
+
+/* What the engine knows of one fd number. A socket stays registered in the epoll from its
+ * first job on, across jobs (no epoll_ctl per job), as long as the caller names it with the
+ * same non-zero generation; a new generation means a new socket under a reused fd number
+ * (the old one was closed, which removed its registration), so it is registered anew. A job
+ * with generation 0 registers the fd for its own run only (epoll_ctl ADD, then DEL). */
+struct spl_fdreg {
+	uint32_t gen;                  /* generation registered, 0 = none lasting */
+	int32_t users[SPL_FD_USERS];   /* slots of the running jobs that use the fd, -1 = none */
+};
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
@@ -77,8 +89,7 @@ struct spl_slot {
 	struct spl_dir dir[2]; /* [0] src->dst, [1] dst->src (tunnels only) */
 	struct spl_chunk chunk; /* SPL_JOB_CHUNKED: where the body's framing is */
 	uint32_t line_len;      /* SPL_JOB_CHUNKED: bytes of a framing line read so far */
-	int reg[2];            /* fds registered in epoll for src and dst, -1 when none */
-	int dup[2];            /* dups we own when the fd was already registered, else -1 */
+	int reg[2];            /* fds this job is attached to (struct spl_fdreg), -1 when none */
 	uint64_t last_ms;      /* when the idle timeout last restarted (or the job started) */
 	uint64_t progress;     /* bytes moved since last_ms */
 	int32_t next_free;     /* free list link */
@@ -140,6 +151,8 @@ struct spl_engine {
 	uint32_t rel_mask;
 	atomic_uint rel_head;
 	atomic_uint rel_tail;
+	struct spl_fdreg *fds;        /* by fd number, nfds entries */
+	uint32_t nfds;
 	/* counters published for other threads */
 	atomic_ullong st_spliced, st_calls, st_eagain, st_done, st_nopipe, st_timeouts, st_killed;
 	atomic_uint st_active, st_pipes_used, st_pipes_free, st_pipe_size;
@@ -242,20 +255,66 @@ static void spl_post(struct spl_engine *e, const struct spl_done *d)
 	e->posted = 1;
 }
 
-/* Ends the job in slot s: unregisters its fds, returns its pipes, posts its completion. */
+/* Attaches the job in slot s to `fd` (role 0 src, 1 dst) named with generation `gen`,
+ * registering the fd in the epoll (edge-triggered, both ways) unless this very socket is
+ * registered already. Returns 0 or -errno (-EBADF past the fd table, -EBUSY when too many
+ * jobs use the fd). */
+static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd, uint32_t gen)
+{
+	struct spl_fdreg *r;
+	struct epoll_event ev;
+	int k;
+
+	if (fd < 0 || (uint32_t)fd >= e->nfds)
+		return -EBADF;
+	r = &e->fds[fd];
+	for (k = 0; k < SPL_FD_USERS && r->users[k] != -1; k++)
+		;
+	if (k == SPL_FD_USERS)
+		return -EBUSY;
+	if (r->gen == 0 || r->gen != gen) {
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		ev.data.u64 = (uint64_t)fd;
+		/* EEXIST: this socket is registered already (by another job running on it, or by
+		 * the caller's earlier generation of it): it stays so */
+		if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == -1 && errno != EEXIST)
+			return -errno;
+		r->gen = gen;
+	}
+	r->users[k] = (int32_t)(s - e->slots);
+	s->reg[role] = fd;
+	return 0;
+}
+
+/* Detaches slot s from `fd`; a registration without a generation ends with its last job. */
+static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
+{
+	struct spl_fdreg *r = &e->fds[fd];
+	int32_t idx = (int32_t)(s - e->slots);
+	int k, left = 0;
+
+	for (k = 0; k < SPL_FD_USERS; k++) {
+		if (r->users[k] == idx)
+			r->users[k] = -1;
+		else if (r->users[k] != -1)
+			left = 1;
+	}
+	/* errors ignored: ENOENT/EBADF only mean it is no longer registered (closed) */
+	if (r->gen == 0 && !left)
+		epoll_ctl(e->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
 static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
 {
 	struct spl_done d;
 	uint32_t i;
 
 	for (i = 0; i < 2; i++) {
-		/* errors ignored: ENOENT/EBADF only mean it was never (or no longer) registered */
 		if (s->reg[i] != -1)
-			epoll_ctl(e->ep, EPOLL_CTL_DEL, s->reg[i], NULL);
-		if (s->dup[i] != -1)
-			close(s->dup[i]);
+			spl_detach(e, s, s->reg[i]);
 		s->reg[i] = -1;
-		s->dup[i] = -1;
 		if (s->dir[i].pipe != NULL)
 			spl_pipe_put(e->pool, s->dir[i].pipe);
 		s->dir[i].pipe = NULL;
@@ -297,36 +356,6 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	e->active--;
 	s->next_free = e->free_head;
 	e->free_head = (int32_t)(s - e->slots);
-}
-
-/* Registers fd for slot index `idx`, role `role` (0 src, 1 dst), edge-triggered. An fd that
- * is already registered (the other body of the same connection pair runs too) is dup'ed so
- * that each registration has its own key. Returns 0 or -errno. */
-static int spl_watch(struct spl_engine *e, struct spl_slot *s, uint32_t idx, int role, int fd)
-{
-	struct epoll_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-	ev.data.u64 = ((uint64_t)idx << 1) | (uint64_t)role;
-	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
-		s->reg[role] = fd;
-		return 0;
-	}
-	if (errno != EEXIST)
-		return -errno;
-	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (fd == -1)
-		return -errno;
-	if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	s->reg[role] = fd;
-	s->dup[role] = fd;
-	return 0;
 }
 
 static void spl_make_ready(struct spl_engine *e, struct spl_slot *s)
@@ -817,7 +846,6 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 static void spl_start(struct spl_engine *e, const struct spl_job *job)
 {
 	struct spl_slot *s = &e->slots[e->free_head];
-	uint32_t idx = (uint32_t)e->free_head;
 	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
 	int needs_pipe = tunnel || (spl_has_body(job) && !(job->flags & SPL_JOB_COPY));
 	int rc = 0;
@@ -825,7 +853,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	e->free_head = s->next_free;
 	memset(s, 0, sizeof(*s));
 	s->job = *job;
-	s->reg[0] = s->reg[1] = s->dup[0] = s->dup[1] = -1;
+	s->reg[0] = s->reg[1] = -1;
 	s->hbuf = -1;
 	s->active = 1;
 	s->last_ms = e->now_ms;
@@ -850,9 +878,9 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		return;
 	}
 	if (job->src_fd >= 0)
-		rc = spl_watch(e, s, idx, 0, job->src_fd);
+		rc = spl_attach(e, s, 0, job->src_fd, job->src_gen);
 	if (rc == 0 && job->dst_fd >= 0)
-		rc = spl_watch(e, s, idx, 1, job->dst_fd);
+		rc = spl_attach(e, s, 1, job->dst_fd, job->dst_gen);
 	if (rc != 0) {
 		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 && job->src_fd >= 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
 		return;
@@ -969,8 +997,15 @@ static void *spl_engine_main(void *arg)
 				spl_take_messages(e);
 				continue;
 			}
-			if (e->slots[tag >> 1].active)
-				spl_run(e, &e->slots[tag >> 1]);
+			if (tag < e->nfds) {
+				const struct spl_fdreg *r = &e->fds[tag];
+				int k;
+
+				/* every job using the fd tries its I/O (each waits on EAGAIN again) */
+				for (k = 0; k < SPL_FD_USERS; k++)
+					if (r->users[k] != -1 && e->slots[r->users[k]].active)
+						spl_run(e, &e->slots[r->users[k]]);
+			}
 		}
 		/* jobs that used their budget: one more turn each, in the order they stopped */
 		n = (int)e->nready;
@@ -1025,6 +1060,7 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->hbufs);
 	free(e->hfree);
 	free(e->rel);
+	free(e->fds);
 	free(e);
 }
 
@@ -1070,6 +1106,20 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		for (i = 0; i < cfg->nbufs; i++)
 			e->hfree[i] = (int32_t)(cfg->nbufs - 1 - i);
 		e->nhfree = cfg->nbufs;
+	}
+	{
+		struct rlimit rl;
+
+		/* every fd the process may open (the master raised the limit before forking) */
+		if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SPL_MAX_FDS)
+			rl.rlim_cur = SPL_MAX_FDS;
+		e->nfds = rl.rlim_cur < 1024 ? 1024 : (uint32_t)rl.rlim_cur;
+		e->fds = malloc((size_t)e->nfds * sizeof(*e->fds));
+		if (e->fds == NULL)
+			goto fail;
+		memset(e->fds, 0xff, (size_t)e->nfds * sizeof(*e->fds)); /* users -1 */
+		for (i = 0; i < e->nfds; i++)
+			e->fds[i].gen = 0;
 	}
 	for (i = 0; i < cfg->maxjobs; i++)
 		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;
@@ -1282,18 +1332,10 @@ void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out)
 
 void spl_engine_free(struct spl_engine *e)
 {
-	uint32_t i;
-
 	if (e == NULL)
 		return;
 	atomic_store_explicit(&e->stop, 1, memory_order_release);
 	spl_signal(e->wake_fd);
 	pthread_join(e->thread, NULL);
-	for (i = 0; i < e->cfg.maxjobs; i++) {
-		if (e->slots[i].dup[0] != -1 && e->slots[i].active)
-			close(e->slots[i].dup[0]);
-		if (e->slots[i].dup[1] != -1 && e->slots[i].active)
-			close(e->slots[i].dup[1]);
-	}
 	spl_engine_release(e);
 }

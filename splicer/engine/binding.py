@@ -238,7 +238,8 @@ class EngineHandle:
 
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
-               head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0) -> None:
+               head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0,
+               src_gen: int = 0, dst_gen: int = 0) -> None:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
         without waking the engine: call wake() once after a batch of submits.
 
@@ -260,6 +261,8 @@ class EngineHandle:
         j.head_first_ms = head_first_ms
         j.head_ms = head_ms
         j.head_limit = head_limit
+        j.src_gen = src_gen
+        j.dst_gen = dst_gen
         rc = lib.spl_push(self._e, j)
         if rc != 0:
             _raise(rc, "spl_submit")

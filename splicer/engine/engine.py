@@ -124,7 +124,15 @@ def ms(seconds: float | None) -> int:
     """A timeout in the engine's form: milliseconds, at least 1; 0 for None (no limit)."""
     if seconds is None:
         return 0
-    return max(1, min(int(seconds * 1000), 2**32 - 1))
+    v = _MS.get(seconds)
+    if v is None:
+        v = max(1, min(int(seconds * 1000), 2**32 - 1))
+        if len(_MS) < 256:  # a config has a handful of timeouts
+            _MS[seconds] = v
+    return v
+
+
+_MS: dict[float, int] = {}
 
 
 class Engine:
@@ -152,6 +160,8 @@ class Engine:
         self.bufsize = bufsize
         self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
         self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
+        self._gens: dict[int, tuple[object, int]] = {}  # fd -> (socket, generation), gen()
+        self._gen_next = 0
         self._futs: dict[int, asyncio.Future] = {}
         self._next = 1
         self._closed = False
@@ -172,10 +182,12 @@ class Engine:
 
     def submit(self, src_fd: int, dst_fd: int, max_bytes: int, flags: int, src_idle_ms: int = 0,
                dst_idle_ms: int = 0, out: bytes | None = None, head_fd: int = -1, head_first_ms: int = 0,
-               head_ms: int = 0, head_limit: int = 0) -> tuple[int, asyncio.Future]:
+               head_ms: int = 0, head_limit: int = 0, src_gen: int = 0,
+               dst_gen: int = 0) -> tuple[int, asyncio.Future]:
         """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
-        times in ms) and return (job id, future of its Completion); give both to wait().
-        The engine is woken once per loop iteration, for every job queued in it.
+        times in ms; generations from gen()) and return (job id, future of its Completion);
+        give both to wait(). The engine is woken once per loop iteration, for every job
+        queued in it.
 
         Raises:
             EngineBusy: maxjobs in flight, or no out buffer free.
@@ -195,7 +207,7 @@ class Engine:
                 self._h.put_out(out_buf, out)
         try:
             self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
-                           out_len, head_fd, head_first_ms, head_ms, head_limit)
+                           out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen)
         except BaseException:
             if out_buf >= 0:
                 self._free_out.append(out_buf)
@@ -209,6 +221,20 @@ class Engine:
         fut = self.loop.create_future()
         self._futs[job_id] = fut
         return job_id, fut
+
+    def gen(self, sock) -> int:
+        """The generation to name `sock` with in jobs (struct spl_job src_gen/dst_gen): the
+        same for every job on this socket object, so the engine keeps it registered between
+        jobs; a new one when its fd number belongs to another socket object than last time
+        (the earlier one was closed). Kept by fd number, with the socket object itself, so
+        identity, not a reused address, decides."""
+        fd = sock.fileno()
+        g = self._gens.get(fd)
+        if g is not None and g[0] is sock:
+            return g[1]
+        self._gen_next = self._gen_next % 0xFFFFFFFF + 1  # never 0: that means "this job only"
+        self._gens[fd] = (sock, self._gen_next)
+        return self._gen_next
 
     async def wait(self, job_id: int, fut: asyncio.Future) -> Completion:
         """The Completion of a job from submit().

@@ -43,6 +43,13 @@ class HeadError(ValueError):
         self.status = status
 
 
+def head_complete(head: bytes) -> bool:
+    """True when `head`, as read by a head reader (io.recv_head, the engine: bytes up to the
+    first end of head, or fewer at an end of stream), holds a whole head: it then ends with
+    the empty line (find_head_end's match, \r?\n\r?\n, always ends in \n\n or \n\r\n)."""
+    return head.endswith(b"\n\n") or head.endswith(b"\n\r\n")
+
+
 def find_head_end(buf: bytes | bytearray, start: int = 0) -> int:
     """Length of the head at the start of `buf` (up to and including its empty line), or -1.
 
@@ -220,32 +227,37 @@ class HeadMemo:
     Args:
         max_entries: heads kept at most.
         max_len: longest head kept, bytes.
+        copies: values are RequestHead/ResponseHead, kept and returned as copies; False for
+            immutable values (the bytes of a forwarded head).
     """
 
-    __slots__ = ("max_entries", "max_len", "_d")
+    __slots__ = ("max_entries", "max_len", "copies", "_d")
 
-    def __init__(self, max_entries: int = 1024, max_len: int = 4096) -> None:
+    def __init__(self, max_entries: int = 1024, max_len: int = 4096, copies: bool = True) -> None:
         self.max_entries = max_entries
         self.max_len = max_len
+        self.copies = copies
         self._d: dict = {}
 
     def get(self, key):
-        """A copy of what was kept for `key`, or None."""
+        """What was kept for `key` (a copy, with `copies`), or None."""
         hit = self._d.get(key)
-        return None if hit is None else hit.copy()
+        return hit.copy() if hit is not None and self.copies else hit
 
     def put(self, key, head_len: int, value) -> None:
-        """Keep `value` (a RequestHead or ResponseHead) for `key` when the head is short enough."""
+        """Keep `value` for `key` when the head (`head_len` bytes) is short enough."""
         if head_len > self.max_len:
             return
         d = self._d
         if len(d) >= self.max_entries:
             del d[next(iter(d))]
-        d[key] = value.copy()
+        d[key] = value.copy() if self.copies else value
 
 
 _REQUESTS = HeadMemo()
 _RESPONSES = HeadMemo()
+_FORWARDED_REQUESTS = HeadMemo(copies=False)
+_FORWARDED_RESPONSES = HeadMemo(copies=False)
 
 
 def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
@@ -469,3 +481,41 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         elif client_version == b"1.0":
             fields.append((b"Connection", b"keep-alive"))
     return hdr.serialize(b"HTTP/1.1 %d %s" % (resp.status, resp.reason), fields)
+
+
+def forwarded_request(raw: bytes, req: RequestHead, client_ip: str | None,
+                      forwarded: tuple[tuple[str, ...], str, str] | None = None) -> bytes:
+    """forward_request_head(req, client_ip, forwarded) without header rules, memoized.
+
+    Args:
+        raw: the head bytes `req` was parsed from (unchanged since: the caller edited none
+            of its attributes).
+
+    Without rules the forwarded head is a function of exactly the key (raw bytes, the
+    X-Forwarded-For address, the `option forwarded` tuple), so a head that comes again is
+    not built again (HeadMemo).
+    """
+    key = (raw, client_ip, forwarded)
+    out = _FORWARDED_REQUESTS.get(key)
+    if out is None:
+        out = forward_request_head(req, client_ip, forwarded)
+        _FORWARDED_REQUESTS.put(key, len(raw), out)
+    return out
+
+
+def forwarded_response(raw: bytes, resp: ResponseHead, req: RequestHead, keep_alive: bool) -> bytes:
+    """forward_response_head(resp, req.version, keep_alive) without header rules, memoized.
+
+    Args:
+        raw: the response head bytes `resp` was parsed from for `req`.
+
+    The key holds everything the result depends on: the raw bytes and what parse_response
+    took besides them (the request's method: a response to HEAD has no body; whether it
+    asked to upgrade), the client's HTTP version and keep_alive.
+    """
+    key = (raw, req.method, req.upgrade is not None, req.version, keep_alive)
+    out = _FORWARDED_RESPONSES.get(key)
+    if out is None:
+        out = forward_response_head(resp, req.version, keep_alive)
+        _FORWARDED_RESPONSES.put(key, len(raw), out)
+    return out

@@ -58,7 +58,8 @@ async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout
         fd = sock.fileno()
         try:
             job = engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
-                                head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit)
+                                head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
+                                src_gen=engine.gen(sock))
         except EngineBusy:
             job = None
         if job is not None:
@@ -82,7 +83,8 @@ async def send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, sen
         return NOT_TAKEN
     fd = sock.fileno()
     try:
-        job = engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit)
+        job = engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
+                            dst_gen=engine.gen(sock))
     except (EngineBusy, EngineError):
         return NOT_TAKEN
     return await engine.wait(*job)
@@ -131,7 +133,8 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
     flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if copy else 0)
     try:
         job = engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
-                            ms(src.timeout), ms(dst.timeout), head)
+                            ms(src.timeout), ms(dst.timeout), head, src_gen=engine.gen(src.sock),
+                            dst_gen=engine.gen(dst.sock))
     except (EngineBusy, EngineError):
         return NOT_TAKEN
     c = await engine.wait(*job)

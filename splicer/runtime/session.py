@@ -32,8 +32,9 @@ from splicer.errors import NoServerAvailable
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind, Framing
 from splicer.http.rules import StreamInfo
-from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, find_head_end, forward_request_head,
-                             forward_response_head, parse_request, parse_response)
+from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
+                             forwarded_request, forwarded_response, head_complete, parse_request,
+                             parse_response)
 from splicer.engine.engine import Completion, Phase
 from splicer.runtime import heads, io
 from splicer.runtime.backend import Lease
@@ -91,6 +92,7 @@ class HttpSession:
         self._may_retry = False     # this attempt's request may be sent again (retry-on)
         self._interim_sent = False  # a 1xx went to the client during this attempt
         self.info: StreamInfo | None = None  # for header-rule samples (set per request)
+        self._resp_raw = b""  # the bytes of the final response head being relayed
 
     async def run(self) -> None:
         """Serve streams until one of them ends the session; always closes the client socket."""
@@ -193,7 +195,7 @@ class HttpSession:
             fe.counters.ereq += 1
             await self._reply_error(414 if exc.first_line else 431)
             return False
-        if not head or find_head_end(head) < 0:
+        if not head_complete(head):
             return False  # the client closed (mid-head or between requests)
         fe.counters.bin += len(head)
         try:
@@ -204,7 +206,7 @@ class HttpSession:
             return False
         fe.counters.req_tot += 1
         self.be.counters.req_tot += 1
-        return await self._forward(req)
+        return await self._forward(req, head)
 
     async def _buffer_body(self, req: RequestHead) -> bytes | None:
         """`option http-buffer-request`: wait for the body (all of it up to tune.bufsize, else
@@ -239,7 +241,8 @@ class HttpSession:
             got += chunk
         return bytes(got)
 
-    async def _forward(self, req: RequestHead) -> bool:
+    async def _forward(self, req: RequestHead, raw: bytes) -> bool:
+        """Forward the request `req` (parsed from the head bytes `raw`) and relay its response."""
         fe, be = self.fe, self.be
         fwd = None
         if be.model.forwarded:
@@ -255,8 +258,11 @@ class HttpSession:
                 # splicer answered the 100-continue itself: the expectation is met and is
                 # not forwarded, so the client never gets a second 100 (haproxy does the same)
                 req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
-        out_head = forward_request_head(req, self.client_ip if fe.forwardfor else None, fwd,
-                                        fe.request_rules, self.info)
+        xff = self.client_ip if fe.forwardfor else None
+        if early is None and not fe.request_rules:
+            out_head = forwarded_request(raw, req, xff, fwd)  # memoized: no rule reads the stream
+        else:
+            out_head = forward_request_head(req, xff, fwd, fe.request_rules, self.info)
         if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
@@ -383,8 +389,11 @@ class HttpSession:
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
         srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
         cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
-        head = forward_response_head(resp, req.version, cli_keep, self.fe.response_rules,
-                                     self.info, req)
+        if not self.fe.response_rules:
+            head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
+        else:
+            head = forward_response_head(resp, req.version, cli_keep, self.fe.response_rules,
+                                         self.info, req)
         policy = self.fe.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
         taken = None
@@ -602,7 +611,7 @@ class HttpSession:
                 return None, 502, "junk-response"
             except OSError:
                 head = b""
-            if not head or find_head_end(head) < 0:
+            if not head_complete(head):
                 if not head and lease.reused and body_task is None and not self._interim_sent:
                     return _RETRY, 0, None
                 if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
@@ -619,6 +628,7 @@ class HttpSession:
                 self.be.counters.eresp += 1
                 return None, exc.status, "junk-response"
             if resp.status >= 200 or resp.status == 101:
+                self._resp_raw = head
                 return resp, 0, None
             if req.version == b"1.0":
                 continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)

@@ -181,6 +181,11 @@ struct spl_job {
 	uint32_t head_first_ms; /* HEAD: max wait for the head's first byte, ms (0 = none) */
 	uint32_t head_ms;     /* HEAD: max time for the whole head from its first byte, ms */
 	uint32_t head_limit;  /* HEAD: largest head accepted, bytes (<= spl_cfg.bufsize) */
+	uint32_t src_gen;     /* the caller's generation of the socket src_fd names: the same
+	                       * non-zero value for every job on one socket keeps it registered
+	                       * in the engine's epoll between jobs; a new value for a new socket
+	                       * under a reused fd number; 0 = register for this job only */
+	uint32_t dst_gen;     /* the same for dst_fd */
 	uint32_t pad;
 };
 

@@ -538,3 +538,38 @@ def test_101_accepted_only_when_upgrade_was_requested():
     r = parse_response(head, b"GET", upgrade_requested=True)
     assert forward_response_head(r, b"1.1", True) == (
         b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n")
+
+
+def test_forwarded_response_memo_keys_on_the_request_method():
+    from splicer.http.h1 import forwarded_response, parse_request, parse_response
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    get = parse_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+    head = parse_request(b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n")
+    old = parse_request(b"GET / HTTP/1.0\r\nHost: a\r\n\r\n")
+    for _ in range(2):  # the second round answers from the memo
+        assert forwarded_response(raw, parse_response(raw, b"HEAD"), head, True) == b"HTTP/1.1 200 OK\r\n\r\n"
+        assert forwarded_response(raw, parse_response(raw, b"GET"), get, True) == (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        assert forwarded_response(raw, parse_response(raw, b"GET"), old, False) == (
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+
+
+def test_forwarded_request_memo_keys_on_the_addresses():
+    from splicer.http.h1 import forwarded_request, parse_request
+    raw = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+    for _ in range(2):
+        assert forwarded_request(raw, parse_request(raw), "10.0.0.1") == (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n")
+        assert forwarded_request(raw, parse_request(raw), None) == b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        assert forwarded_request(raw, parse_request(raw), "10.0.0.1", (("for",), "10.0.0.1", "10.0.0.2")) == (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 10.0.0.1\r\nForwarded: for=10.0.0.1\r\n\r\n")
+
+
+def test_parsed_heads_come_back_as_copies():
+    from splicer.http.h1 import parse_request
+    raw = b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"
+    a = parse_request(raw)
+    a.headers = []
+    a.keep_alive = False
+    b = parse_request(raw)
+    assert b.headers == [(b"Host", b"a"), (b"Expect", b"100-continue")] and b.keep_alive
