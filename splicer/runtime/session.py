@@ -389,6 +389,13 @@ class HttpSession:
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
         srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
         cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
+        early = body_task is not None and not body_task.done() and not 200 <= resp.status < 300
+        if early:
+            # an error (or redirect) before the request body was all sent: the client
+            # connection ends after this response, and the response says so (RFC 9112
+            # section 9.6); the session then closes in stages (_linger), never with a reset
+            # under the response
+            cli_keep = False
         if not self.fe.response_rules:
             head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
         else:
@@ -434,6 +441,12 @@ class HttpSession:
             self._abort_client(reset=(fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR)
 
         if body_task is not None:
+            if not body_task.done() and ok and 200 <= resp.status < 300:
+                # An early 2xx (RFC 9112 section 9.3 lets a server answer before it has the
+                # whole request; nginx's `return 204` reads and drops the body afterwards):
+                # the rest of the body is still forwarded, within its own idle timeouts, and
+                # both connections may be kept once it is through.
+                await asyncio.wait((body_task,))
             if not body_task.done():
                 # An engine job may have moved the whole body and not be reaped yet (the
                 # server can answer between the last splice and the completion): give the

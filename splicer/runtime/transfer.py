@@ -186,6 +186,12 @@ class Mover:
             res = await self._engine_move(src, dst, count, activity)
             if res is not None:
                 return res
+        if self.engine is not None and not splice and activity is None:
+            # copied, still on the engine thread (recv/send through its buffer): the loop
+            # copies only what the engine cannot take
+            res = await self._engine_move(src, dst, count, None, copy=True)
+            if res is not None:
+                return res
         if self.pool is not None and splice:
             try:
                 pipe = self.pool.get()
@@ -199,14 +205,15 @@ class Mover:
         return await self._copy(src, dst, count, activity)
 
     async def _engine_move(self, src: Side, dst: Side, count: int | None, activity: Activity | None,
-                           chunked: bool = False) -> Result | None:
+                           chunked: bool = False, copy: bool = False) -> Result | None:
         """Run the transfer on the engine thread; None when it could not take it (nothing moved).
 
         With `chunked`, the job is a whole chunked body (SPL_JOB_CHUNKED, `count` ignored):
         the engine checks the framing lines with native/src/chunked.c (ChunkedReader's rules)
-        and forwards lines and data verbatim; a framing error ends it End.BAD_FRAMING."""
+        and forwards lines and data verbatim; a framing error ends it End.BAD_FRAMING. With
+        `copy`, the engine copies the bytes through its buffer (SPL_JOB_COPY) instead."""
         job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), None if chunked else count, chunked=chunked,
-                        src_idle=src.timeout, dst_idle=dst.timeout)
+                        src_idle=src.timeout, dst_idle=dst.timeout, copy=copy)
         try:
             c = await self.engine.splice(job)
         except EngineBusy:
@@ -215,7 +222,7 @@ class Mover:
             return None
         if activity is not None:
             activity.last = self.loop.time()
-        res = Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
+        res = Result(End.DONE, c.bytes_fwd, 0, c.bytes_fwd) if copy else Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
         if c.end is JobEnd.DONE:
             return res
         if c.end is JobEnd.BAD_FRAMING:
