@@ -348,6 +348,15 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	}
 	d.head_info = s->hinfo;
 	spl_post(e, &d);
+	if (s->job.flags & SPL_JOB_THEN_HEAD) { /* the head job that was to follow never starts */
+		memset(&d, 0, sizeof(d));
+		d.id = s->job.next_id;
+		d.res = -ECANCELED;
+		d.how = SPL_END_CANCELLED;
+		d.phase = SPL_PHASE_SEND;
+		d.head_buf = -1;
+		spl_post(e, &d);
+	}
 	if (how == SPL_END_TIMEOUT)
 		atomic_fetch_add_explicit(&e->st_timeouts, 1, memory_order_relaxed);
 	if (spl_is_timed(&s->job))
@@ -807,6 +816,67 @@ static void spl_advance(struct spl_engine *e, struct spl_slot *s)
 	s->phase = SPL_PHASE_END;
 }
 
+/* SPL_JOB_THEN_HEAD: every phase of the job in slot s completed. Posts its completion, lets
+ * go of src_fd, and turns the slot into the head job next_id on dst_fd (no new message, no
+ * epoll_ctl: the client socket stays attached). */
+static void spl_chain(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_job *job = &s->job;
+	struct spl_done d;
+	uint32_t i;
+	int fd = job->dst_fd;
+
+	memset(&d, 0, sizeof(d));
+	d.id = job->id;
+	d.bytes_fwd = s->dir[0].moved;
+	d.how = SPL_END_DONE;
+	d.side = SPL_SIDE_SRC;
+	d.phase = SPL_PHASE_END;
+	d.head_buf = -1;
+	spl_post(e, &d);
+	if (s->reg[0] != -1)
+		spl_detach(e, s, s->reg[0]);
+	if (s->ready) {
+		for (i = 0; i < e->nready; i++) {
+			if (&e->slots[e->ready[i]] == s) {
+				e->ready[i] = e->ready[--e->nready];
+				break;
+			}
+		}
+		s->ready = 0;
+	}
+	if (spl_is_timed(job))
+		e->timed--;
+	job->id = job->next_id;
+	job->next_id = 0;
+	job->flags = SPL_JOB_SKIP_EMPTY;
+	job->src_fd = fd;
+	job->src_gen = job->dst_gen;
+	job->dst_fd = -1;
+	job->dst_gen = 0;
+	job->head_fd = fd;
+	job->max_bytes = 0;
+	job->out_len = 0;
+	job->out_buf = -1;
+	job->src_idle_ms = job->dst_idle_ms = 0;
+	if (spl_is_timed(job))
+		e->timed++;
+	s->reg[0] = s->reg[1];
+	s->reg[1] = -1;
+	memset(s->dir, 0, sizeof(s->dir));
+	s->dir[0].src = fd;
+	s->dir[0].dst = -1;
+	s->dir[1].done = 1;
+	s->hbuf = -1;
+	s->hgot = 0;
+	s->hstarted = 0;
+	s->hinfo = 0;
+	s->progress = 0;
+	s->last_ms = e->now_ms;
+	s->phase = SPL_PHASE_HEAD;
+	s->phase_ms = e->now_ms;
+}
+
 /* Runs the job until it waits, uses its turn or ends. */
 static void spl_run(struct spl_engine *e, struct spl_slot *s)
 {
@@ -833,6 +903,10 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 			through = spl_run_head(e, s);
 			break;
 		default:
+			if (s->job.flags & SPL_JOB_THEN_HEAD) {
+				spl_chain(e, s);
+				continue;
+			}
 			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
 			return;
 		}
@@ -893,8 +967,27 @@ static void spl_cancel_job(struct spl_engine *e, uint64_t id)
 	uint32_t i;
 
 	for (i = 0; i < e->cfg.maxjobs; i++) {
-		if (e->slots[i].active && e->slots[i].job.id == id) {
-			spl_finish(e, &e->slots[i], SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
+		struct spl_slot *s = &e->slots[i];
+
+		if (!s->active)
+			continue;
+		if (s->job.id == id) {
+			spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
+			return;
+		}
+		if ((s->job.flags & SPL_JOB_THEN_HEAD) && s->job.next_id == id) {
+			/* the head job that was to follow is cancelled before it started: the job
+			 * goes on, and ends without becoming it */
+			struct spl_done d;
+
+			s->job.flags &= ~(uint32_t)SPL_JOB_THEN_HEAD;
+			memset(&d, 0, sizeof(d));
+			d.id = id;
+			d.res = -ECANCELED;
+			d.how = SPL_END_CANCELLED;
+			d.phase = SPL_PHASE_SEND;
+			d.head_buf = -1;
+			spl_post(e, &d);
 			return;
 		}
 	}
@@ -1222,6 +1315,10 @@ static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
 		return 0;
 	if (job->src_fd < 0 && job->dst_fd < 0)
 		return 0;
+	if ((job->flags & SPL_JOB_THEN_HEAD) &&
+	    (job->dst_fd < 0 || job->head_fd >= 0 || job->next_id == 0 || job->next_id == job->id ||
+	     e->cfg.nbufs == 0 || job->head_limit == 0 || job->head_limit > e->cfg.bufsize))
+		return 0;
 	return job->src_fd != job->dst_fd;
 }
 
@@ -1240,11 +1337,16 @@ int spl_push(struct spl_engine *e, const struct spl_job *job)
 
 	if (e == NULL || job == NULL || !spl_job_valid(e, job))
 		return -EINVAL;
-	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) >= e->cfg.maxjobs)
-		return -EAGAIN;
-	rc = spl_queue(e, SPL_OP_SUBMIT, job);
-	if (rc == 0)
-		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
+	{
+		/* a chained job posts two completions: the completion ring has room for maxjobs */
+		unsigned n = (job->flags & SPL_JOB_THEN_HEAD) ? 2 : 1;
+
+		if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + n > e->cfg.maxjobs)
+			return -EAGAIN;
+		rc = spl_queue(e, SPL_OP_SUBMIT, job);
+		if (rc == 0)
+			atomic_fetch_add_explicit(&e->inflight, n, memory_order_relaxed);
+	}
 	return rc;
 }
 

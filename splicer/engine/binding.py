@@ -239,7 +239,7 @@ class EngineHandle:
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
                head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0,
-               src_gen: int = 0, dst_gen: int = 0) -> None:
+               src_gen: int = 0, dst_gen: int = 0, next_id: int = 0) -> None:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
         without waking the engine: call wake() once after a batch of submits.
 
@@ -263,6 +263,7 @@ class EngineHandle:
         j.head_limit = head_limit
         j.src_gen = src_gen
         j.dst_gen = dst_gen
+        j.next_id = next_id
         rc = lib.spl_push(self._e, j)
         if rc != 0:
             _raise(rc, "spl_submit")
@@ -373,6 +374,7 @@ JOB_SHUT_WR_ON_EOF = lib.SPL_JOB_SHUT_WR_ON_EOF
 JOB_CHUNKED = lib.SPL_JOB_CHUNKED
 JOB_COPY = lib.SPL_JOB_COPY
 JOB_SKIP_EMPTY = lib.SPL_JOB_SKIP_EMPTY
+JOB_THEN_HEAD = lib.SPL_JOB_THEN_HEAD
 PHASE_SEND = lib.SPL_PHASE_SEND
 PHASE_BODY = lib.SPL_PHASE_BODY
 PHASE_HEAD = lib.SPL_PHASE_HEAD

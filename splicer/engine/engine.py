@@ -161,6 +161,7 @@ class Engine:
         self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
         self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
         self._gens: dict[int, tuple[object, int]] = {}  # fd -> (socket, generation), gen()
+        self.chained: tuple[int, asyncio.Future] | None = None  # the last submit()'s chained job
         self._gen_next = 0
         self._futs: dict[int, asyncio.Future] = {}
         self._next = 1
@@ -187,14 +188,17 @@ class Engine:
         """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
         times in ms; generations from gen()) and return (job id, future of its Completion);
         give both to wait(). The engine is woken once per loop iteration, for every job
-        queued in it.
+        queued in it. With binding.JOB_THEN_HEAD in `flags`, the job goes on as the head job
+        of the id after its own (head_* describe that head, read from dst_fd): its
+        (id, future) pair is self.chained, to be given to wait() or abandon().
 
         Raises:
             EngineBusy: maxjobs in flight, or no out buffer free.
             EngineError: the job was refused (EINVAL), or `out` is larger than bufsize.
         """
         job_id = self._next
-        self._next += 1
+        chained = flags & binding.JOB_THEN_HEAD
+        self._next += 2 if chained else 1
         out_buf, out_len = -1, 0
         if out is not None or flags & binding.JOB_COPY:
             if not self._free_out:
@@ -207,7 +211,8 @@ class Engine:
                 self._h.put_out(out_buf, out)
         try:
             self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
-                           out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen)
+                           out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
+                           job_id + 1 if chained else 0)
         except BaseException:
             if out_buf >= 0:
                 self._free_out.append(out_buf)
@@ -220,7 +225,29 @@ class Engine:
             self.loop.call_soon(self._wake)
         fut = self.loop.create_future()
         self._futs[job_id] = fut
+        if chained:
+            nfut = self.loop.create_future()
+            self._futs[job_id + 1] = nfut
+            self.chained = (job_id + 1, nfut)
         return job_id, fut
+
+    async def abandon(self, job_id: int, fut: asyncio.Future) -> None:
+        """Stop a job nobody awaits (a chained head job left over) and wait until the
+        engine has let go of its fds."""
+        if fut.done():
+            return
+        if not self._h.cancel(job_id):
+            self._on_eventfd()
+            while not fut.done() and not self._h.cancel(job_id):
+                await asyncio.sleep(0.001)
+                self._on_eventfd()
+        while not fut.done() and not self._closed:
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                continue
+            except OSError:
+                return  # the engine was closed: it holds nothing any more
 
     def gen(self, sock) -> int:
         """The generation to name `sock` with in jobs (struct spl_job src_gen/dst_gen): the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 
-from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, JOB_SKIP_EMPTY, UNTIL_EOF
+from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, JOB_SKIP_EMPTY, JOB_THEN_HEAD, UNTIL_EOF
 from splicer.engine.engine import Completion, JobEnd, Phase, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.runtime import io
@@ -108,7 +108,7 @@ def _result(c: Completion, copied: bool) -> Result:
 
 
 async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
-                         splice: bool) -> tuple[bool, Result] | None:
+                         splice: bool, next_head: tuple | None = None) -> tuple[bool, Result, tuple | None] | None:
     """Send `head` to dst, then move the body src -> dst, in one engine job.
 
     Args:
@@ -118,11 +118,16 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
         chunked: a chunked body, forwarded verbatim (the engine checks its framing lines).
         splice: move the body through a pipe; else copy it (a counted body that fits
             behind the head leaves with it in one send).
+        next_head: (first_timeout, timeout, limit): once the body is through, the same job
+            goes on reading the next request head from dst (SPL_JOB_THEN_HEAD), as
+            read_head(dst.sock, limit, first_timeout, timeout, skip_empty_lines=True) would.
 
     Returns:
-        (sent, result): sent is False when the head could not be sent (the peer is gone;
-        nothing of the body moved); result is the body's Result. NOT_TAKEN when the
-        engine could not take the job (nothing was sent).
+        (sent, result, pending): sent is False when the head could not be sent (the peer
+        is gone; nothing of the body moved); result is the body's Result; pending is the
+        (id, future) of the next head's job with `next_head` (Engine.wait() gives its
+        completion, head_of() its head; Engine.abandon() stops it), else None. NOT_TAKEN
+        when the engine could not take the job (nothing was sent).
     """
     engine = mover.engine
     if engine is None or len(head) > engine.bufsize:
@@ -131,15 +136,20 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
     if chunked and not splice:
         return NOT_TAKEN
     flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if copy else 0)
+    first = whole = limit = 0
+    if next_head is not None:
+        flags |= JOB_THEN_HEAD
+        first, whole, limit = ms(next_head[0]), ms(next_head[1]), next_head[2]
     try:
         job = engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
-                            ms(src.timeout), ms(dst.timeout), head, src_gen=engine.gen(src.sock),
-                            dst_gen=engine.gen(dst.sock))
+                            ms(src.timeout), ms(dst.timeout), head, -1, first, whole, limit,
+                            src_gen=engine.gen(src.sock), dst_gen=engine.gen(dst.sock))
     except (EngineBusy, EngineError):
         return NOT_TAKEN
+    pending = engine.chained if next_head is not None else None
     c = await engine.wait(*job)
     if c.end is JobEnd.NOPIPE:
-        return NOT_TAKEN
+        return NOT_TAKEN  # the chained head job ended CANCELLED with it
     if c.phase is Phase.SEND:
-        return False, Result(End.DST_ERROR)
-    return True, _result(c, copy)
+        return False, Result(End.DST_ERROR), pending
+    return True, _result(c, copy), pending

@@ -93,6 +93,7 @@ class HttpSession:
         self._interim_sent = False  # a 1xx went to the client during this attempt
         self.info: StreamInfo | None = None  # for header-rule samples (set per request)
         self._resp_raw = b""  # the bytes of the final response head being relayed
+        self._next_head = None  # (id, future) of the engine job reading the next request head
 
     async def run(self) -> None:
         """Serve streams until one of them ends the session; always closes the client socket."""
@@ -110,6 +111,9 @@ class HttpSession:
             log.exception("session from %s failed", self.client_ip)
             self._abort_client(reset=True)
         finally:
+            if self._next_head is not None:  # the engine must let go of the socket first
+                pending, self._next_head = self._next_head, None
+                await self.fe.mover.engine.abandon(*pending)
             io.forget(self.sock)
             self.sock.close()
 
@@ -183,9 +187,15 @@ class HttpSession:
         """Serve one request/response; True when the session may go on with another."""
         fe = self.fe
         try:
-            head = await heads.read_head(fe.mover, self.sock, fe.bufsize,
-                                         self.t_request if first else self.t_keepalive, self.t_request,
-                                         skip_empty_lines=True)
+            pending = self._next_head
+            if pending is not None:
+                # read by the job that sent the last response (heads.send_with_body)
+                self._next_head = None
+                head = heads.head_of(await fe.mover.engine.wait(*pending))
+            else:
+                head = await heads.read_head(fe.mover, self.sock, fe.bufsize,
+                                             self.t_request if first else self.t_keepalive, self.t_request,
+                                             skip_empty_lines=True)
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.ereq += 1
@@ -406,19 +416,23 @@ class HttpSession:
         taken = None
         if not dechunk:
             # one engine job: the head, then the body (copied or spliced), to the client
+            # and, when the client connection goes on, the same job then reads its next
+            # request head (the server connection is let go of first)
+            nxt = (self.t_keepalive, self.t_request, self.fe.bufsize) if cli_keep and body_task is None else None
+            mover = self.fe.mover
             if fr.kind is BodyKind.LENGTH:
-                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, length, False,
-                                                   policy.wants(length))
+                taken = await heads.send_with_body(mover, srv, self.cli, head, length, False,
+                                                   policy.wants(length), nxt)
             elif fr.kind is BodyKind.CLOSE:
-                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, None, False,
-                                                   policy.wants(None))
+                taken = await heads.send_with_body(mover, srv, self.cli, head, None, False,
+                                                   policy.wants(None), nxt)
             elif fr.kind is BodyKind.CHUNKED:
-                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, None, True,
-                                                   policy.wants(None))
+                taken = await heads.send_with_body(mover, srv, self.cli, head, None, True,
+                                                   policy.wants(None), nxt)
             else:
-                taken = await heads.send_with_body(self.fe.mover, srv, self.cli, head, 0, False, False)
+                taken = await heads.send_with_body(mover, srv, self.cli, head, 0, False, False, nxt)
         if taken is not None:
-            sent, r = taken
+            sent, r, self._next_head = taken
             if not sent:
                 return False, False
             self.fe.counters.bout += len(head)

@@ -278,3 +278,75 @@ def test_idle_head_jobs_hold_no_buffer_and_leak_nothing(net):
             assert all(c.end is JobEnd.TIMEOUT and c.head == b"GET / HTTP/1.1\r\n" for c in done)
     run(main())
     assert fd_count() == before
+
+
+def chained_job(e, src, dst, count, out=RESP, first=5.0, whole=5.0):
+    """A response job (head + copied body src -> dst) that goes on reading the next request
+    head from dst; returns ((id, fut), (next id, next fut))."""
+    from splicer.engine.binding import JOB_COPY, JOB_THEN_HEAD
+    from splicer.engine.engine import ms
+    job = e.submit(src.fileno(), dst.fileno(), count, JOB_COPY | JOB_THEN_HEAD, 5000, 5000, out, -1,
+                   ms(first), ms(whole), 4000, src_gen=e.gen(src), dst_gen=e.gen(dst))
+    return job, e.chained
+
+
+def test_chained_job_reads_the_next_request_head(net):
+    origin, src = net.tcp()
+    dst, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            origin.sendall(b"hello")
+            job, nxt = chained_job(e, src, dst, 5)
+            c = await e.wait(*job)
+            assert (c.end, c.phase, c.bytes_fwd) == (JobEnd.DONE, Phase.END, 5)
+            assert await read_all(client, len(RESP) + 5) == RESP + b"hello"
+            assert e.stats().jobs_active == 1  # the same slot, now the head job
+            origin.sendall(b"more")  # src is let go of: its bytes stay where they are
+            client.sendall(b"\r\n" + REQ + b"tail")
+            n = await e.wait(*nxt)
+            assert (n.end, n.head) == (JobEnd.DONE, REQ)
+            assert client.recv(0) == b"" and dst.recv(100) == b"tail"
+            assert src.recv(100) == b"more"
+    run(main())
+
+
+def test_chained_head_job_is_cancelled_when_the_body_fails(net):
+    origin, src = net.tcp()
+    dst, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            origin.sendall(b"ab")
+            origin.close()
+            job, nxt = chained_job(e, src, dst, 5)
+            c = await e.wait(*job)
+            assert c.end is JobEnd.PEER_CLOSED
+            n = await e.wait(*nxt)
+            assert n.end is JobEnd.CANCELLED and n.head is None
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_chained_head_job_times_out_and_can_be_abandoned(net):
+    origin, src = net.tcp()
+    dst, client = net.tcp()
+    origin2, src2 = net.tcp()
+    dst2, client2 = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            origin.sendall(b"hello")
+            job, nxt = chained_job(e, src, dst, 5, first=0.2)
+            assert (await e.wait(*job)).end is JobEnd.DONE
+            assert (await e.wait(*nxt)).end is JobEnd.TIMEOUT  # keep-alive timeout of the next head
+            # abandoned before it started (the body waits): the job ends without becoming it
+            job2, nxt2 = chained_job(e, src2, dst2, 5)
+            await asyncio.sleep(0.05)
+            await e.abandon(*nxt2)
+            assert nxt2[1].result().end is JobEnd.CANCELLED
+            origin2.sendall(b"world")
+            assert (await e.wait(*job2)).end is JobEnd.DONE
+            await asyncio.sleep(0.05)
+            assert e.stats().jobs_active == 0
+    run(main())

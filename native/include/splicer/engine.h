@@ -131,6 +131,12 @@ enum spl_job_flag {
 	                             * bodies; needs out_buf; not with TUNNEL or CHUNKED */
 	SPL_JOB_SKIP_EMPTY = 16,    /* head phase: drop empty lines before the head (a request:
 	                             * RFC 9112 section 2.2) */
+	SPL_JOB_THEN_HEAD = 32,     /* once every phase completed, post this job's completion and
+	                             * go on as job `next_id`: a head-only job reading the next
+	                             * request head from dst_fd (head_first_ms, head_ms, head_limit,
+	                             * empty lines skipped); src_fd is let go with the first
+	                             * completion. Ended otherwise, next_id's completion follows at
+	                             * once as SPL_END_CANCELLED. Counts as two jobs in flight. */
 };
 
 /* The phases of a job, in order; each is skipped when the job does not ask for it:
@@ -187,6 +193,7 @@ struct spl_job {
 	                       * under a reused fd number; 0 = register for this job only */
 	uint32_t dst_gen;     /* the same for dst_fd */
 	uint32_t pad;
+	uint64_t next_id;     /* SPL_JOB_THEN_HEAD: the id of the head job that follows */
 };
 
 /* A completion, one per submitted job. */
