@@ -13,6 +13,7 @@ shared listening sockets. The master runs no event loop and no thread; it waits 
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -103,10 +104,22 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
     asyncio.set_event_loop(loop)
     try:
         proxy = Proxy(config, loop, listeners, worker=number)
+        # what exists now (config, runtime objects, modules) lives as long as the worker: out
+        # of the collector's sight; and a collection every GC_THRESHOLD allocations, not 700:
+        # each request allocates a few dozen tracked objects that die young, in reference
+        # counting, and cycles are rare
+        gc.freeze()
+        gc.set_threshold(GC_THRESHOLD, 20, 20)
         loop.run_until_complete(proxy.serve())
     finally:
         loop.close()
     return 0
+
+
+GC_THRESHOLD = 50_000
+"""Allocations between two young-generation collections in a worker (CPython's default is
+700, which made the collector run every few requests; measured: about 10 % of the loop's
+CPU per 1 KiB request)."""
 
 
 class Master:
