@@ -47,7 +47,8 @@
  * with generation 0 registers the fd for its own run only (epoll_ctl ADD, then DEL). */
 struct spl_fdreg {
 	uint32_t gen;                  /* generation registered, 0 = none lasting */
-	int32_t users[SPL_FD_USERS];   /* slots of the running jobs that use the fd, -1 = none */
+	uint32_t users[SPL_FD_USERS];  /* slot + 1 of each running job that uses the fd, 0 = none
+	                                * (so that the table starts as zero pages: calloc) */
 };
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
@@ -268,7 +269,7 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 	if (fd < 0 || (uint32_t)fd >= e->nfds)
 		return -EBADF;
 	r = &e->fds[fd];
-	for (k = 0; k < SPL_FD_USERS && r->users[k] != -1; k++)
+	for (k = 0; k < SPL_FD_USERS && r->users[k] != 0; k++)
 		;
 	if (k == SPL_FD_USERS)
 		return -EBUSY;
@@ -282,7 +283,7 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 			return -errno;
 		r->gen = gen;
 	}
-	r->users[k] = (int32_t)(s - e->slots);
+	r->users[k] = (uint32_t)(s - e->slots) + 1;
 	s->reg[role] = fd;
 	return 0;
 }
@@ -291,13 +292,13 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 {
 	struct spl_fdreg *r = &e->fds[fd];
-	int32_t idx = (int32_t)(s - e->slots);
+	uint32_t user = (uint32_t)(s - e->slots) + 1;
 	int k, left = 0;
 
 	for (k = 0; k < SPL_FD_USERS; k++) {
-		if (r->users[k] == idx)
-			r->users[k] = -1;
-		else if (r->users[k] != -1)
+		if (r->users[k] == user)
+			r->users[k] = 0;
+		else if (r->users[k] != 0)
 			left = 1;
 	}
 	/* errors ignored: ENOENT/EBADF only mean it is no longer registered (closed) */
@@ -1096,8 +1097,8 @@ static void *spl_engine_main(void *arg)
 
 				/* every job using the fd tries its I/O (each waits on EAGAIN again) */
 				for (k = 0; k < SPL_FD_USERS; k++)
-					if (r->users[k] != -1 && e->slots[r->users[k]].active)
-						spl_run(e, &e->slots[r->users[k]]);
+					if (r->users[k] != 0 && e->slots[r->users[k] - 1].active)
+						spl_run(e, &e->slots[r->users[k] - 1]);
 			}
 		}
 		/* jobs that used their budget: one more turn each, in the order they stopped */
@@ -1207,12 +1208,9 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SPL_MAX_FDS)
 			rl.rlim_cur = SPL_MAX_FDS;
 		e->nfds = rl.rlim_cur < 1024 ? 1024 : (uint32_t)rl.rlim_cur;
-		e->fds = malloc((size_t)e->nfds * sizeof(*e->fds));
+		e->fds = calloc(e->nfds, sizeof(*e->fds));
 		if (e->fds == NULL)
 			goto fail;
-		memset(e->fds, 0xff, (size_t)e->nfds * sizeof(*e->fds)); /* users -1 */
-		for (i = 0; i < e->nfds; i++)
-			e->fds[i].gen = 0;
 	}
 	for (i = 0; i < cfg->maxjobs; i++)
 		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;

@@ -99,6 +99,9 @@ class Frontend:
         maxconn: max concurrent client connections on this frontend (haproxy default 0 = global).
         forwardfor: `option forwardfor` set here or in the defaults it inherits.
         splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
+        splice_named: some `option splice-*` line (or its `no` form) applies here, set or
+            inherited; when neither proxy of a stream names one, splicer's measured default
+            applies (runtime/proxy.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its
@@ -115,6 +118,7 @@ class Frontend:
     splice_request: bool = False
     splice_response: bool = False
     splice_auto: bool = False
+    splice_named: bool = field(default=False, compare=False)
     http_buffer_request: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
@@ -160,6 +164,7 @@ class Backend:
     splice_request: bool = False
     splice_response: bool = False
     splice_auto: bool = False
+    splice_named: bool = field(default=False, compare=False)
     retries: int = 3
     redispatch: bool = False
     retry_on: frozenset = frozenset({"conn-failure"})

@@ -200,6 +200,9 @@ def _rules(section: RawSection, key: str) -> tuple:
     return tuple(entry.value for entry in section.entries if entry.key == key)
 
 
+_SPLICE_KEYS = ("splice_request", "splice_response", "splice_auto")
+
+
 def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None) -> Frontend:
     binds: list[Bind] = []
     for entry in section.entries:
@@ -219,6 +222,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         splice_request=bool(_value(settings, "splice_request", False)),
         splice_response=bool(_value(settings, "splice_response", False)),
         splice_auto=bool(_value(settings, "splice_auto", False)),
+        splice_named=any(k in settings for k in _SPLICE_KEYS),
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         errorfiles=_errorfiles(settings),
         http_request=_rules(section, "http_request"),
@@ -241,6 +245,7 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         splice_request=bool(_value(settings, "splice_request", False)),
         splice_response=bool(_value(settings, "splice_response", False)),
         splice_auto=bool(_value(settings, "splice_auto", False)),
+        splice_named=any(k in settings for k in _SPLICE_KEYS),
         retries=int(_value(settings, "retries", 3)),  # type: ignore[arg-type]
         redispatch=bool(_value(settings, "redispatch", False)),
         retry_on=frozenset(_value(settings, "retry_on", frozenset({"conn-failure"}))),  # type: ignore[arg-type]

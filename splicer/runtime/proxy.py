@@ -33,6 +33,18 @@ log = logging.getLogger("splicer")
 ACCEPT_BATCH = 64
 """Connections accepted per readiness event of a listener."""
 
+DEFAULT_SPLICE = SplicePolicy.AUTO
+"""The splice policy of both directions when neither the frontend nor the backend names any
+`option splice-*` (a haproxy config carried over usually names none): splice what pays,
+copy the rest (SplicePolicy.AUTO's thresholds, measured by benchmarks/crossover.py and
+chunk_crossover.py). haproxy copies by default; on this design splicing big bodies costs
+less CPU than copying them (docs/benchmarks.md)."""
+
+DEFAULT_PIPESIZE = 1 << 20
+"""Bytes per pipe when `tune.pipesize` is not set (haproxy keeps the kernel's 64 KiB):
+measured with haproxy itself on this machine, 1 MiB pipes moved 256 MiB bodies for 0.23
+CPU-s/GiB against 0.56 with 64 KiB ones (fewer splice calls per GiB)."""
+
 HEAD_ROOM = 4096
 """Bytes of an engine buffer beyond tune.bufsize: a forwarded head may grow by the fields
 splicer adds (X-Forwarded-For, Forwarded, header rules); a larger one is sent by the loop."""
@@ -79,8 +91,11 @@ class FrontendRT:
         self.response_rules = backend.model.http_response + model.http_response
         flags = ((model.splice_request, model.splice_response, model.splice_auto),
                  (backend.model.splice_request, backend.model.splice_response, backend.model.splice_auto))
-        self.splice_request = splice_policy(True, *flags)
-        self.splice_response = splice_policy(False, *flags)
+        if model.splice_named or backend.model.splice_named:
+            self.splice_request = splice_policy(True, *flags)
+            self.splice_response = splice_policy(False, *flags)
+        else:
+            self.splice_request = self.splice_response = DEFAULT_SPLICE
         self.listeners: list[socket.socket] = []
         self.active = 0
         self.paused = False
@@ -200,10 +215,11 @@ class Proxy:
         self.tasks: set[asyncio.Task] = set()
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         # the loop's own pool only serves transfers the engine could not take: a quarter
-        self.pool = PipePool(g.pipesize or 0, max(maxpipes // 4, 1))
+        pipesize = g.pipesize or DEFAULT_PIPESIZE
+        self.pool = PipePool(pipesize, max(maxpipes // 4, 1))
         # heads are read into and written from the engine's buffers: room for the largest head
         # accepted (tune.bufsize) plus the fields splicer adds when forwarding it
-        self.engine = Engine(loop, cpu, g.pipesize or 0, maxpipes, maxjobs=2 * g.maxconn + 64,
+        self.engine = Engine(loop, cpu, pipesize, maxpipes, maxjobs=2 * g.maxconn + 64,
                              bufsize=g.bufsize + HEAD_ROOM)
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}

@@ -78,6 +78,11 @@ class SplicerProcess:
                                      stderr=subprocess.STDOUT)
         for p in ports:
             wait_port(p, self.proc)
+        # the master listens before it forks the workers: started means forked, too
+        deadline = time.monotonic() + 15
+        while len(self.worker_pids()) < workers and self.proc.poll() is None:
+            assert time.monotonic() < deadline, f"splicer started fewer than {workers} workers"
+            time.sleep(0.01)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
