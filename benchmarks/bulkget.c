@@ -16,11 +16,18 @@
  *
  * Prints one JSON object on stdout: bytes, requests, elapsed seconds and error counts.
  *
- * Usage: bulkget HOST PORT PATH CONNS DURATION [TAIL] [close]
+ * With `put=FILE`, each request is instead a POST whose body is FILE (sent with sendfile(2),
+ * never copied to user space), and the response expected is a 204 (an origin that answers
+ * before it has read the body, as nginx's `return 204` does, tests early responses): a
+ * request is complete when its response has been read and its body sent, whichever ends
+ * last. upload_bytes counts the body bytes sent.
+ *
+ * Usage: bulkget HOST PORT PATH CONNS DURATION [TAIL] [close | put=FILE]
  *   HOST      IPv4 address (e.g. 127.0.0.1)
  *   DURATION  seconds (fractional allowed) during which new requests are started
  *   TAIL      extra seconds allowed to finish the requests in flight (default 60)
  *   close     send "Connection: close" and open a new connection per request
+ *   put=FILE  upload FILE in each request (POST), expect 204
  *
  * Exit status: 0 when every response was a complete 200, 1 when any error was counted,
  * 2 on usage or setup errors.
@@ -36,7 +43,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,7 +54,7 @@
 #define LINE_MAX_ 1024         /* longest chunk-size or trailer line */
 #define PEEK_MAX 512           /* bytes peeked at once for chunk framing */
 
-enum state { ST_IDLE, ST_HEAD, ST_BODY };
+enum state { ST_IDLE, ST_HEAD, ST_BODY, ST_UPLOAD };  /* ST_UPLOAD: response read, body not all sent */
 /* where a chunked body is: size line, chunk data, the CRLF after the data, trailer, done */
 enum cstate { CS_SIZE, CS_DATA, CS_DATA_END, CS_TRAILER, CS_DONE };
 
@@ -54,6 +63,7 @@ struct conn {
     enum state state;
     int want_out;              /* EPOLLOUT registered (request not fully written) */
     size_t sent;               /* bytes of the request written so far */
+    long long body_left;       /* put: body bytes still to send */
     size_t head_len;           /* bytes in head[] */
     long long remaining;       /* body bytes still expected (chunked: of the current chunk) */
     int status;
@@ -80,6 +90,7 @@ struct counters {
     long long chunked;         /* complete responses with a chunked body */
     long long chunks;          /* chunks with data (not the last-chunk) of chunked bodies */
     long long framing_bytes;   /* chunked framing received: size lines, CRLFs, trailers */
+    long long upload_bytes;    /* put: request body bytes sent */
 };
 
 static struct sockaddr_in addr;
@@ -89,6 +100,9 @@ static int epfd;
 static int want_close;
 static int stopping;
 static struct counters ct;
+static int put_fd = -1;         /* put: the file uploaded in each request */
+static long long put_size;      /* put: its size, bytes */
+static int want_status = 200;   /* the status a complete response must have */
 
 static double now_s(void)
 {
@@ -118,10 +132,32 @@ static void conn_close(struct conn *c)
     c->want_out = 0;
 }
 
-/* Write what remains of the request. Returns 0 when written or blocked, -1 on error. */
+static void conn_next(struct conn *c);
+
+/* Write what remains of the request (and, with put, its body). Returns 0 when written or
+ * blocked, -1 on error. */
 static int conn_send(struct conn *c)
 {
-    while (c->sent < request_len) {
+    while (c->sent < request_len || c->body_left > 0) {
+        if (c->sent >= request_len) {
+            off_t off = (off_t)(put_size - c->body_left);
+            ssize_t n = sendfile(c->fd, put_fd, &off, (size_t)(c->body_left < RECV_CHUNK ? c->body_left : RECV_CHUNK));
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    if (!c->want_out)
+                        set_events(c, 1);
+                    return 0;
+                }
+                if (errno == EINTR)
+                    continue;
+                return -1;
+            }
+            if (n == 0)
+                return -1;  /* the file is shorter than it was */
+            c->body_left -= n;
+            ct.upload_bytes += n;
+            continue;
+        }
         ssize_t n = send(c->fd, request + c->sent, request_len - c->sent, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -137,6 +173,8 @@ static int conn_send(struct conn *c)
     }
     if (c->want_out)
         set_events(c, 0);
+    if (c->state == ST_UPLOAD)
+        conn_next(c);  /* the response came first: the request is complete now */
     return 0;
 }
 
@@ -144,6 +182,7 @@ static int conn_start_request(struct conn *c)
 {
     c->state = ST_HEAD;
     c->sent = 0;
+    c->body_left = put_fd >= 0 ? put_size : 0;
     c->head_len = 0;
     c->remaining = 0;
     c->status = 0;
@@ -195,16 +234,26 @@ static void conn_fail(struct conn *c, long long *counter)
     conn_close(c);
 }
 
-/* The response on c is complete: count it, then reuse, reopen or retire the connection. */
+/* The response on c is complete: count it, then (once its body is sent, with put) reuse,
+ * reopen or retire the connection. */
 static void conn_done(struct conn *c)
 {
     ct.requests++;
     if (c->chunked)
         ct.chunked++;
-    if (c->status == 200)
+    if (c->status == want_status)
         ct.ok++;
     else
         ct.bad_status++;
+    if (c->body_left > 0) {
+        c->state = ST_UPLOAD;  /* an early response: the upload goes on (conn_send) */
+        return;
+    }
+    conn_next(c);
+}
+
+static void conn_next(struct conn *c)
+{
     if (want_close || c->server_close || stopping) {
         conn_close(c);  /* reopened by the main loop unless stopping */
         return;
@@ -262,6 +311,11 @@ static int parse_head(struct conn *c, size_t end)
             if (strcasestr(val, "close"))
                 c->server_close = 1;
         }
+    }
+    if (c->status == 204 || c->status == 304) {  /* never a body (RFC 9112 6.3 rule 1) */
+        c->chunked = 0;
+        c->remaining = 0;
+        return 0;
     }
     if (c->chunked) {  /* Transfer-Encoding overrides Content-Length (RFC 9112 6.3) */
         c->cst = CS_SIZE;
@@ -414,6 +468,15 @@ static void on_chunked(struct conn *c)
 
 static void on_readable(struct conn *c)
 {
+    if (c->state == ST_UPLOAD) {  /* nothing is due before the next request: only an end */
+        char b;
+        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            conn_fail(c, &ct.conn_errors);
+        else if (n > 0)
+            conn_fail(c, &ct.bad_heads);
+        return;
+    }
     if (c->state == ST_HEAD) {
         ssize_t n;
         char *end;
@@ -504,7 +567,7 @@ int main(int argc, char **argv)
     struct epoll_event evs[256];
 
     if (argc < 6 || argc > 8) {
-        fprintf(stderr, "usage: %s HOST PORT PATH CONNS DURATION [TAIL] [close]\n", argv[0]);
+        fprintf(stderr, "usage: %s HOST PORT PATH CONNS DURATION [TAIL] [close | put=FILE]\n", argv[0]);
         return 2;
     }
     memset(&addr, 0, sizeof(addr));
@@ -519,9 +582,19 @@ int main(int argc, char **argv)
     duration = atof(argv[5]);
     if (argc >= 7)
         tail = atof(argv[6]);
-    if (argc == 8) {
+    if (argc == 8 && strncmp(argv[7], "put=", 4) == 0) {
+        struct stat st;
+
+        put_fd = open(argv[7] + 4, O_RDONLY | O_CLOEXEC);
+        if (put_fd < 0 || fstat(put_fd, &st) < 0) {
+            perror("bulkget: put file");
+            return 2;
+        }
+        put_size = (long long)st.st_size;
+        want_status = 204;
+    } else if (argc == 8) {
         if (strcmp(argv[7], "close") != 0) {
-            fprintf(stderr, "bulkget: the last argument can only be 'close'\n");
+            fprintf(stderr, "bulkget: the last argument can only be 'close' or put=FILE\n");
             return 2;
         }
         want_close = 1;
@@ -530,10 +603,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "bulkget: bad CONNS, DURATION or TAIL\n");
         return 2;
     }
-    request_len = (size_t)snprintf(request, sizeof(request),
-                                   "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: bulkget\r\n"
-                                   "Accept: */*\r\n%s\r\n",
-                                   argv[3], argv[1], port, want_close ? "Connection: close\r\n" : "");
+    if (put_fd >= 0)
+        request_len = (size_t)snprintf(request, sizeof(request),
+                                       "POST %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: bulkget\r\n"
+                                       "Accept: */*\r\nContent-Length: %lld\r\n\r\n",
+                                       argv[3], argv[1], port, put_size);
+    else
+        request_len = (size_t)snprintf(request, sizeof(request),
+                                       "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: bulkget\r\n"
+                                       "Accept: */*\r\n%s\r\n",
+                                       argv[3], argv[1], port, want_close ? "Connection: close\r\n" : "");
     if (request_len >= sizeof(request)) {
         fprintf(stderr, "bulkget: path too long\n");
         return 2;
@@ -584,7 +663,7 @@ int main(int argc, char **argv)
             struct conn *c = evs[i].data.ptr;
             if (c->fd < 0)
                 continue;
-            if ((evs[i].events & EPOLLOUT) && c->state == ST_HEAD && c->sent < request_len) {
+            if ((evs[i].events & EPOLLOUT) && (c->state != ST_IDLE) && (c->sent < request_len || c->body_left > 0)) {
                 if (conn_send(c) < 0) {
                     conn_fail(c, &ct.conn_errors);
                     continue;
@@ -605,10 +684,10 @@ int main(int argc, char **argv)
     printf("{\"conns\": %d, \"duration\": %.3f, \"elapsed\": %.6f, \"requests\": %lld, \"ok\": %lld, "
            "\"body_bytes\": %lld, \"head_bytes\": %lld, \"bad_status\": %lld, \"short_bodies\": %lld, "
            "\"bad_heads\": %lld, \"conn_errors\": %lld, \"connects\": %lld, \"unfinished\": %lld, "
-           "\"chunked\": %lld, \"chunks\": %lld, \"framing_bytes\": %lld}\n",
+           "\"chunked\": %lld, \"chunks\": %lld, \"framing_bytes\": %lld, \"upload_bytes\": %lld}\n",
            nconns, duration, t_end - t0, ct.requests, ct.ok, ct.body_bytes, ct.head_bytes,
            ct.bad_status, ct.short_bodies, ct.bad_heads, ct.conn_errors, ct.connects, ct.unfinished,
-           ct.chunked, ct.chunks, ct.framing_bytes);
+           ct.chunked, ct.chunks, ct.framing_bytes, ct.upload_bytes);
     free(conns);
     close(epfd);
     return (ct.bad_status || ct.short_bodies || ct.bad_heads || ct.conn_errors || ct.unfinished) ? 1 : 0;

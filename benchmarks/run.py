@@ -70,13 +70,15 @@ FILES = {"1k.bin": 1 << 10, "64k.bin": 64 << 10, "1m.bin": 1 << 20, "256m.bin": 
 class Scenario:
     key: str
     title: str
-    tool: str          # "bulkget" or "wrk"
+    tool: str          # "bulkget", "wrk" or "bidir" (bulkget downloads and uploads at once)
     file: str
     conns: int
     close: bool = False
 
     @property
     def metrics(self) -> tuple[str, ...]:
+        if self.tool == "bidir":
+            return ("gbps_down", "gbps_up", "cpu_s_per_gib", "cpu_pct", "cpu0_pct")
         if self.tool == "wrk":
             return ("req_s", "p50_ms", "p99_ms", "cpu_us_per_req", "cpu_pct", "cpu0_pct")
         if self.file == "256m.bin":
@@ -93,10 +95,14 @@ SCENARIOS = (
     Scenario("1m-c8", "(c) 1 MiB, 8 keep-alive conns (bulkget)", "bulkget", "1m.bin", 8),
     Scenario("1k-close-c50", "(d) 1 KiB, new conn per request, 50 conns (wrk, Connection: close)",
              "wrk", "1k.bin", 50, close=True),
+    Scenario("bidir-4x4", "(e) both ways: 4 x 256 MiB downloads and 4 x 256 MiB uploads answered 204 "
+             "before they are read (bulkget)", "bidir", "256m.bin", 4),
 )
 
 METRICS = {
     "gbps": "Gbit/s (body bytes)",
+    "gbps_down": "Gbit/s down (response bodies)",
+    "gbps_up": "Gbit/s up (request bodies)",
     "req_s": "req/s",
     "p50_ms": "latency p50 (ms)",
     "p99_ms": "latency p99 (ms)",
@@ -105,7 +111,7 @@ METRICS = {
     "cpu_pct": "proxy CPU % of its core",
     "cpu0_pct": "client + origin CPU % (CPU 0)",
 }
-HIGHER_IS_BETTER = {"gbps", "req_s"}
+HIGHER_IS_BETTER = {"gbps", "gbps_down", "gbps_up", "req_s"}
 
 
 def log(msg: str) -> None:
@@ -392,18 +398,50 @@ def target_port(target: str) -> int:
     return ORIGIN_PORTS[0] if target == "direct" else PROXY_PORTS[target]
 
 
+def bulkget_cmd(port: int, path: str, conns: int, duration: float, tail: float, last: str | None) -> list[str]:
+    return (["taskset", "-c", str(CPU_CLIENT), str(BULKGET), HOST, str(port), path, str(conns),
+             f"{duration:g}", f"{tail:g}"] + ([last] if last else []))
+
+
+def bulkget_result(p: subprocess.CompletedProcess | subprocess.Popen, out: str, err: str) -> dict:
+    if p.returncode not in (0, 1):
+        return {"client_error": f"bulkget exit {p.returncode}: {err.strip()}", "errors": 1}
+    raw = json.loads(out)
+    raw["errors"] = sum(raw[k] for k in ("bad_status", "short_bodies", "bad_heads", "conn_errors", "unfinished"))
+    return raw
+
+
 def run_bulkget(port: int, path: str, conns: int, duration: float, tail: float, close: bool = False) -> dict:
-    cmd = ["taskset", "-c", str(CPU_CLIENT), str(BULKGET), HOST, str(port), path, str(conns),
-           f"{duration:g}", f"{tail:g}"] + (["close"] if close else [])
+    cmd = bulkget_cmd(port, path, conns, duration, tail, "close" if close else None)
     try:
         p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=duration + tail + 20)
     except subprocess.TimeoutExpired:
         return {"client_error": f"bulkget did not finish within {duration + tail + 20:.0f}s", "errors": 1}
-    if p.returncode not in (0, 1):
-        return {"client_error": f"bulkget exit {p.returncode}: {p.stderr.strip()}", "errors": 1}
-    raw = json.loads(p.stdout)
-    raw["errors"] = sum(raw[k] for k in ("bad_status", "short_bodies", "bad_heads", "conn_errors", "unfinished"))
-    return raw
+    return bulkget_result(p, p.stdout, p.stderr)
+
+
+def run_bidir(port: int, path: str, upload: Path, conns: int, duration: float, tail: float) -> dict:
+    """`conns` connections downloading `path` and `conns` others uploading the file `upload`
+    to /upload (answered 204 before it is read), at once: one result with both directions'
+    bytes (body_bytes down, upload_bytes up) over the longer of the two elapsed times."""
+    procs = [subprocess.Popen(bulkget_cmd(port, p, conns, duration, tail, last), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for p, last in ((path, None), ("/upload", f"put={upload}"))]
+    outs = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=duration + tail + 20)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            return {"client_error": f"bulkget did not finish within {duration + tail + 20:.0f}s", "errors": 1}
+        outs.append(bulkget_result(proc, out, err))
+    if any("client_error" in r for r in outs):
+        return {"client_error": "; ".join(r["client_error"] for r in outs if "client_error" in r), "errors": 1}
+    down, up = outs
+    return {"down": down, "up": up, "elapsed": max(down["elapsed"], up["elapsed"]),
+            "body_bytes": down["body_bytes"], "upload_bytes": up["upload_bytes"],
+            "requests": down["requests"] + up["requests"], "errors": down["errors"] + up["errors"]}
 
 
 _TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
@@ -604,7 +642,14 @@ def derive(sc: Scenario, raw: dict, cpu_s: float | None) -> dict:
     if "client_error" in raw:
         return d
     elapsed = raw["elapsed"] or float("nan")
-    if sc.tool == "bulkget":
+    if sc.tool == "bidir":
+        down, up = raw["down"], raw["up"]
+        d["gbps_down"] = down["body_bytes"] * 8 / (down["elapsed"] or float("nan")) / 1e9
+        d["gbps_up"] = up["upload_bytes"] * 8 / (up["elapsed"] or float("nan")) / 1e9
+        nbytes = raw["body_bytes"] + raw["upload_bytes"]
+        if cpu_s is not None and nbytes:
+            d["cpu_s_per_gib"] = cpu_s / (nbytes / GIB)
+    elif sc.tool == "bulkget":
         nbytes, reqs = raw["body_bytes"], raw["requests"]
         d["gbps"] = nbytes * 8 / elapsed / 1e9
         d["req_s"] = reqs / elapsed
@@ -639,7 +684,9 @@ def measure(ctx: Context, sc: Scenario, target: str, rnd: int) -> dict:
     o0 = ctx.origin.ticks()
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0 = time.monotonic()
-    if sc.tool == "bulkget":
+    if sc.tool == "bidir":
+        raw = run_bidir(port, path, ctx.workdir / "www" / sc.file, sc.conns, ctx.bulk_duration, ctx.tail)
+    elif sc.tool == "bulkget":
         raw = run_bulkget(port, path, sc.conns, ctx.bulk_duration, ctx.tail, sc.close)
     else:
         raw = run_wrk(port, path, sc.conns, ctx.wrk_duration, sc.close)
@@ -889,6 +936,7 @@ class Context:
     bulk_duration: float
     wrk_duration: int
     tail: float
+    workdir: Path = Path(".")
     splicer_last: dict | None = None
 
 
@@ -1017,7 +1065,7 @@ def main(argv: list[str] | None = None) -> int:
         # warm-up: one short pass on every target (connection pools, page cache, allocators)
         for t in targets:
             run_bulkget(target_port(t), "/1m.bin", 8, 0.5, 10)
-        ctx = Context(origin, proxies, bulk_d, wrk_d, tail)
+        ctx = Context(origin, proxies, bulk_d, wrk_d, tail, workdir)
         if "splicer" in targets:
             ctx.splicer_last = splicer_stats(proxies["splicer"])
 
