@@ -770,7 +770,12 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 				spl_finish(e, s, SPL_END_ERROR, got == 0 ? -EPIPE : -errno, side);
 				return 0;
 			}
-			continue;
+			/* one skip per turn: a peer streaming empty lines cannot hold the thread
+			 * (the first-byte timeout still runs: no head has started) */
+			e->hfree[e->nhfree++] = s->hbuf;
+			s->hbuf = -1;
+			spl_make_ready(e, s);
+			return 0;
 		}
 		if (!s->hstarted) {
 			s->hstarted = 1;
@@ -827,6 +832,8 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	uint32_t i;
 	int fd = job->dst_fd;
 
+	if (s->reg[0] != -1) /* first: once posted, the caller may close src */
+		spl_detach(e, s, s->reg[0]);
 	memset(&d, 0, sizeof(d));
 	d.id = job->id;
 	d.bytes_fwd = s->dir[0].moved;
@@ -835,8 +842,6 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	d.phase = SPL_PHASE_END;
 	d.head_buf = -1;
 	spl_post(e, &d);
-	if (s->reg[0] != -1)
-		spl_detach(e, s, s->reg[0]);
 	if (s->ready) {
 		for (i = 0; i < e->nready; i++) {
 			if (&e->slots[e->ready[i]] == s) {
@@ -1073,16 +1078,14 @@ static void *spl_engine_main(void *arg)
 		}
 		n = epoll_wait(e->ep, evs, SPL_MAX_EVENTS, timeout);
 		atomic_store_explicit(&e->sleeping, 0, memory_order_relaxed);
+		if (n == -1 && errno != EINTR)
+			break; /* EBADF/EINVAL: the epoll is gone, nothing more can run */
+		e->now_ms = spl_now_ms();
 		if (timeout == 0 && atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
 		    atomic_load_explicit(&e->sq_tail, memory_order_acquire))
 			spl_take_messages(e); /* queued without a wake-up while we were busy */
-
-		if (n == -1) {
-			if (errno == EINTR)
-				continue; /* a signal (signals are blocked here, but a debugger may stop us) */
-			break;            /* EBADF/EINVAL: the epoll is gone, nothing more can run */
-		}
-		e->now_ms = spl_now_ms();
+		if (n == -1)
+			n = 0; /* EINTR: a signal (blocked here, but a debugger may stop us); go on */
 		for (i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
 

@@ -239,7 +239,10 @@ class Engine:
         if not self._h.cancel(job_id):
             self._on_eventfd()
             while not fut.done() and not self._h.cancel(job_id):
-                await asyncio.sleep(0.001)
+                try:
+                    await asyncio.sleep(0.001)
+                except asyncio.CancelledError:
+                    pass  # the engine still owns the fds: go on until it let go
                 self._on_eventfd()
         while not fut.done() and not self._closed:
             try:
@@ -284,7 +287,10 @@ class Engine:
                 self._on_eventfd()
                 if done.done():
                     raise
-                await asyncio.sleep(0.001)
+                try:
+                    await asyncio.sleep(0.001)
+                except asyncio.CancelledError:
+                    pass  # cancelled again: the engine still owns the fds, go on
                 if self._closed:
                     raise
             while not done.done():

@@ -147,7 +147,14 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
     except (EngineBusy, EngineError):
         return NOT_TAKEN
     pending = engine.chained if next_head is not None else None
-    c = await engine.wait(*job)
+    try:
+        c = await engine.wait(*job)
+    except BaseException:
+        # cancelled (a hard stop) after the job may have become the head job: that one holds
+        # the client socket now, and must let go before anyone closes it
+        if pending is not None:
+            await engine.abandon(*pending)
+        raise
     if c.end is JobEnd.NOPIPE:
         return NOT_TAKEN  # the chained head job ended CANCELLED with it
     if c.phase is Phase.SEND:

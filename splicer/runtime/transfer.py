@@ -18,8 +18,8 @@ import socket
 from dataclasses import dataclass
 from enum import Enum
 
-from splicer.engine.binding import UNTIL_EOF, PipePool, Stop
-from splicer.engine.engine import Engine, JobEnd, SpliceJob
+from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, UNTIL_EOF, PipePool, Stop
+from splicer.engine.engine import Engine, JobEnd, SpliceJob, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.http.chunked import MAX_LINE, ChunkedReader, Need
 from splicer.http.framing import FramingError
@@ -212,12 +212,16 @@ class Mover:
         the engine checks the framing lines with native/src/chunked.c (ChunkedReader's rules)
         and forwards lines and data verbatim; a framing error ends it End.BAD_FRAMING. With
         `copy`, the engine copies the bytes through its buffer (SPL_JOB_COPY) instead."""
-        job = SpliceJob(src.sock.fileno(), dst.sock.fileno(), None if chunked else count, chunked=chunked,
-                        src_idle=src.timeout, dst_idle=dst.timeout, copy=copy)
+        eng = self.engine
+        flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if copy else 0)
         try:
-            c = await self.engine.splice(job)
+            # named with the sockets' generations: they stay registered in the engine
+            job = eng.submit(src.sock.fileno(), dst.sock.fileno(),
+                             UNTIL_EOF if chunked or count is None else count, flags, ms(src.timeout),
+                             ms(dst.timeout), src_gen=eng.gen(src.sock), dst_gen=eng.gen(dst.sock))
         except EngineBusy:
             return None
+        c = await eng.wait(*job)
         if c.end is JobEnd.NOPIPE:
             return None
         if activity is not None:
