@@ -46,7 +46,7 @@ ORIGIN_PORTS = (19201, 19202)
 PORTS = {"A": 19210, "B": 19211}
 VARIANTS = {
     "A": ("splice", "    option splice-request\n    option splice-response"),
-    "B": ("copy", "    # no splice option: bodies copied through user space"),
+    "B": ("copy", "    no option splice-auto  # with no option named, splicer would splice-auto"),
 }
 SIZES = {f"{n}k.bin": n << 10 for n in (4, 8, 16, 32, 64, 128, 256)} | {"1m.bin": 1 << 20}
 CONNS = 8

@@ -325,6 +325,12 @@ class Engine:
         if not self._closed:
             self._h.wake()
 
+    def wake_now(self) -> None:
+        """Wake the engine for the jobs submitted so far now, not at the end of this loop
+        iteration (the scheduled wake-up then finds nothing new and costs nothing)."""
+        if not self._closed:
+            self._h.wake()
+
     def stats(self) -> EngineStats:
         """The engine's counters (spliced bytes, calls, pipes, jobs)."""
         return self._h.stats()

@@ -27,12 +27,14 @@ from splicer.runtime import io
 
 MIN_SPLICE_FORWARD = 4096
 """Bodies smaller than this are never spliced (haproxy's MIN_SPLICE_FORWARD)."""
-SPLICE_AUTO_MIN = 262144
+SPLICE_AUTO_MIN = 32768
 """`option splice-auto` splices bodies of at least this many bytes (or of unknown length).
 
-Measured (benchmarks/crossover.py, 2026-11-29, this 2-CPU machine): splicing a body through
-the engine cost 35-80 us more CPU per request than copying it up to 128 KiB, and saved
-65 us at 256 KiB and 410 us at 1 MiB; the break-even lies between 128 and 224 KiB."""
+Measured (benchmarks/crossover.py, 2026-12-01, this 2-CPU machine, 3 rounds), now that the
+engine copies small bodies too (it was the loop, and the break-even 128-224 KiB): splicing
+cost 10-22 us more CPU per request than copying up to 16 KiB, and saved 23 us at 32 KiB,
+84 us at 64 KiB, 160 us at 128 KiB and 1.25 ms at 1 MiB (A below B in 3 of 3 rounds from
+32 KiB on)."""
 CHUNK_SPLICE_AUTO_MIN = 131072
 """When a chunked body is relayed by the loop (no engine, or no pipe for it), `option
 splice-auto` splices the data of a chunk of at least this many bytes. (With the engine, the

@@ -371,8 +371,12 @@ def test_cancelled_after_the_chain_leaves_no_head_job_behind(net):
             task = asyncio.ensure_future(heads.send_with_body(
                 mover, Side(src, 5.0), Side(dst, 5.0), RESP, 5, False, False, (5.0, 5.0, 4000)))
             await asyncio.sleep(0)  # the task submitted its job
-            _time.sleep(0.3)  # the loop is busy: the engine sends, chains, posts; nobody reaps
-            assert e.stats().jobs_done >= 1
+            e.wake_now()
+            # the loop is busy: the engine sends, chains and posts, and nobody reaps
+            deadline = _time.monotonic() + 5
+            while e.stats().jobs_done < 1:
+                assert _time.monotonic() < deadline, "the engine did not run the job"
+                _time.sleep(0.005)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -26,4 +26,4 @@ def test_wants(policy, count, chunk, wanted):
 
 
 def test_thresholds_are_the_measured_ones():
-    assert (MIN_SPLICE_FORWARD, CHUNK_SPLICE_AUTO_MIN, SPLICE_AUTO_MIN) == (4096, 131072, 262144)
+    assert (MIN_SPLICE_FORWARD, CHUNK_SPLICE_AUTO_MIN, SPLICE_AUTO_MIN) == (4096, 131072, 32768)
