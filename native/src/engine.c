@@ -610,6 +610,35 @@ static int spl_run_splice(struct spl_engine *e, struct spl_slot *s)
 	}
 }
 
+/* Writes buf[*off..len) to the direction's dst, advancing *off, counting progress (and, with
+ * `body`, the bytes as moved body bytes). Returns 1 once all is written, 0 when dst is full
+ * (the direction waits for room) or failed (the job is finished). */
+static int spl_send_all(struct spl_engine *e, struct spl_slot *s, const char *buf, uint32_t *off, uint32_t len,
+			int body)
+{
+	struct spl_dir *dir = &s->dir[0];
+	ssize_t n;
+
+	while (*off < len) {
+		n = send(dir->dst, buf + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue; /* interrupted before anything was written: again */
+			if (errno == EAGAIN) { /* dst's send buffer is full: wait for room */
+				dir->wait = SPL_WAIT_DST;
+				return 0;
+			}
+			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_DST);
+			return 0;
+		}
+		*off += (uint32_t)n;
+		if (body)
+			dir->moved += (uint64_t)n;
+		spl_progress_n(e, s, (uint64_t)n);
+	}
+	return 1;
+}
+
 /* BODY phase with SPL_JOB_COPY: recv into the out buffer, send it on, never asking src for
  * more than the body has left. Returns as spl_run_splice(). */
 static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
@@ -622,22 +651,11 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 
 	for (;;) {
 		if (s->copy_off < s->copy_have) {
-			n = send(dir->dst, buf + s->copy_off, s->copy_have - s->copy_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n == -1) {
-				if (errno == EINTR)
-					continue; /* interrupted before anything was written: again */
-				if (errno == EAGAIN) { /* dst's send buffer is full: wait for room */
-					dir->wait = SPL_WAIT_DST;
-					return 0;
-				}
-				spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_DST);
+			uint32_t before = s->copy_off;
+
+			if (!spl_send_all(e, s, buf, &s->copy_off, s->copy_have, 1))
 				return 0;
-			}
-			s->copy_off += (uint32_t)n;
-			dir->moved += (uint64_t)n;
-			turn += (uint64_t)n;
-			spl_progress_n(e, s, (uint64_t)n);
-			continue;
+			turn += s->copy_off - before;
 		}
 		s->copy_have = s->copy_off = 0;
 		if (dir->left == 0)
@@ -698,21 +716,8 @@ static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
 			}
 		}
 	}
-	while (s->out_off < s->out_total) {
-		n = send(dir->dst, buf + s->out_off, s->out_total - s->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue; /* interrupted before anything was written: again */
-			if (errno == EAGAIN) { /* dst's send buffer is full: wait for room */
-				dir->wait = SPL_WAIT_DST;
-				return 0;
-			}
-			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_DST);
-			return 0;
-		}
-		s->out_off += (uint32_t)n;
-		spl_progress_n(e, s, (uint64_t)n);
-	}
+	if (!spl_send_all(e, s, buf, &s->out_off, s->out_total, 0))
+		return 0;
 	dir->moved += s->pre;
 	dir->wait = SPL_WAIT_NONE;
 	return 1;

@@ -15,7 +15,7 @@ from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, JOB_SKIP_EMPTY, JOB_TH
 from splicer.engine.engine import Completion, JobEnd, Phase, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.runtime import io
-from splicer.runtime.transfer import End, Mover, Result
+from splicer.runtime.transfer import End, Mover, Result, result_of
 
 NOT_TAKEN = None
 """What the engine-backed steps return when the engine did not take the job: nothing was
@@ -90,23 +90,6 @@ async def send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, sen
     return await engine.wait(*job)
 
 
-def _result(c: Completion, copied: bool) -> Result:
-    """A body's transfer.Result from the completion of the job that moved it."""
-    n = c.bytes_fwd
-    res = Result(End.DONE, n, 0 if copied else n, n if copied else 0)
-    if c.end is JobEnd.DONE:
-        return res
-    if c.end is JobEnd.BAD_FRAMING:
-        res.end = End.BAD_FRAMING
-    elif c.end is JobEnd.PEER_CLOSED:
-        res.end = End.SRC_EOF
-    elif c.end is JobEnd.TIMEOUT:
-        res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
-    else:
-        res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
-    return res
-
-
 async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
                          splice: bool, next_head: tuple | None = None) -> tuple[bool, Result, tuple | None] | None:
     """Send `head` to dst, then move the body src -> dst, in one engine job.
@@ -159,4 +142,4 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
         return NOT_TAKEN  # the chained head job ended CANCELLED with it
     if c.phase is Phase.SEND:
         return False, Result(End.DST_ERROR), pending
-    return True, _result(c, copy), pending
+    return True, result_of(c, copy), pending

@@ -108,6 +108,24 @@ class SplicePolicy(Enum):
         return count >= MIN_SPLICE_FORWARD
 
 
+def result_of(c, copied: bool) -> Result:
+    """A body's Result from the engine completion `c` (engine.Completion) of the job that moved
+    it: bytes_fwd as moved, spliced or `copied`; the end from how and on which side it ended."""
+    n = c.bytes_fwd
+    res = Result(End.DONE, n, 0 if copied else n, n if copied else 0)
+    if c.end is JobEnd.DONE:
+        return res
+    if c.end is JobEnd.BAD_FRAMING:
+        res.end = End.BAD_FRAMING
+    elif c.end is JobEnd.PEER_CLOSED:
+        res.end = End.SRC_EOF
+    elif c.end is JobEnd.TIMEOUT:
+        res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
+    else:
+        res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
+    return res
+
+
 MIN_PROGRESS = 1024
 """Bytes that must move for an idle timeout to start over (the engine's SPL_MIN_PROGRESS):
 a peer that trickles a byte now and then is timed out instead of holding the stream forever
@@ -228,18 +246,7 @@ class Mover:
             return None
         if activity is not None:
             activity.last = self.loop.time()
-        res = Result(End.DONE, c.bytes_fwd, 0, c.bytes_fwd) if copy else Result(End.DONE, c.bytes_fwd, c.bytes_fwd, 0)
-        if c.end is JobEnd.DONE:
-            return res
-        if c.end is JobEnd.BAD_FRAMING:
-            res.end = End.BAD_FRAMING
-        elif c.end is JobEnd.PEER_CLOSED:
-            res.end = End.SRC_EOF
-        elif c.end is JobEnd.TIMEOUT:
-            res.end = End.SRC_TIMEOUT if c.side == "src" else End.DST_TIMEOUT
-        else:
-            res.end = End.SRC_ERROR if c.side == "src" else End.DST_ERROR
-        return res
+        return result_of(c, copy)
 
     async def tunnel(self, a: socket.socket, b: socket.socket, idle: float | None) -> tuple[Result, Result] | None:
         """Run a two-way tunnel on the engine thread until both directions reached EOF.
