@@ -12,7 +12,7 @@ import pytest
 
 from splicer.engine.engine import JobEnd, Phase, SpliceJob
 from splicer.http.h1 import find_head_end
-from tests.engine.conftest import engine, fd_count, run
+from tests.engine.conftest import engine, fd_count, run, stats_settle
 
 REQ = b"GET /a HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n"
 RESP = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
@@ -264,8 +264,7 @@ def test_idle_head_jobs_hold_no_buffer_and_leak_nothing(net):
     async def main():
         async with engine(maxjobs=256, bufsize=4096, nbufs=256) as e:
             tasks = [asyncio.ensure_future(e.splice(head_job(s.fileno(), head_first=10))) for _, s in pairs]
-            await asyncio.sleep(0.2)
-            assert e.stats().jobs_active == 200
+            await stats_settle(e, 10.0, jobs_active=200)
             for w, _ in pairs:
                 w.sendall(REQ)
             done = await asyncio.gather(*tasks)
