@@ -1,1 +1,1 @@
-"""The native splice engine as Python sees it: pools, pipes and pump results, no cdata."""
+"""The native engine as Python sees it: jobs and completions, pools, pipes and pump results, no cdata."""

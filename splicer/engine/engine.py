@@ -1,11 +1,15 @@
-"""The engine as the event loop sees it: `await engine.splice(job) -> Completion`.
+"""The engine as the event loop sees it: jobs in, completions out.
 
-Theory of operation: a SpliceJob goes to the C engine thread (its own epoll, pinned to the
-worker's CPU), which moves the bytes with splice(2) and no GIL. Each job gets an integer id
-that maps to a Future; the engine's eventfd is watched with loop.add_reader, and each wake
-reaps every ready completion and resolves its Future. Between submit and completion the
-engine owns the fds: Python neither reads, writes nor closes them. A cancelled await asks
-the engine to stop the job and still waits for its completion before letting go.
+Theory of operation: a job goes to the C engine thread (its own epoll, pinned to the
+worker's CPU), which does its phases with no GIL: send a head, move a body (spliced through
+a pipe or copied), read the next head (C enum spl_phase). `submit()` queues a job in the C
+form and returns (id, future); `wait()` awaits its Completion; `splice(SpliceJob)` does both
+from the dataclass form. Jobs queued during one loop iteration share one wake-up of the
+engine. The engine's eventfd is watched with loop.add_reader; each wake reaps every ready
+completion (copying out the heads the engine read) and resolves its future. Between submit
+and completion the engine owns the fds: Python neither reads, writes nor closes them. A
+cancelled wait asks the engine to stop the job and still waits for its completion before
+letting go.
 """
 from __future__ import annotations
 

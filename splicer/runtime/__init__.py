@@ -1,1 +1,2 @@
-"""The I/O shell: event loop, sockets and the splice engine, driven by the sans-I/O core."""
+"""The control plane: listeners, sessions, backends and workers; the socket work of a stream goes to
+the engine as jobs (heads.py), with loop fallbacks (io.py, transfer.py, tunnel.py)."""
