@@ -389,6 +389,8 @@ static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct 
 	}
 }
 
+static int spl_run_splice(struct spl_engine *e, struct spl_slot *s);
+
 /* spl_progress() for `n` bytes moved outside a pump (heads, copied bodies). */
 static void spl_progress_n(struct spl_engine *e, struct spl_slot *s, uint64_t n)
 {
@@ -413,46 +415,17 @@ static int spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 	struct spl_dir *dir = &s->dir[0];
 	struct spl_chunk *c = &s->chunk;
 	char *line = e->lines + (size_t)(s - e->slots) * SPL_CHUNK_MAX_LINE;
-	struct spl_move mv;
 	const char *lf;
 	ssize_t n, got;
 	size_t take;
 	int turns;
 
 	for (turns = 0; turns < SPL_CHUNK_TURNS; turns++) {
-		/* also when only the pipe holds bytes: they must reach dst before the next line */
-		if (dir->left > 0 || dir->pipe->data > 0) {
-			if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
-				spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
-				return 0;
-			}
-			dir->moved += mv.bytes_out;
-			dir->left -= mv.bytes_in;
-			spl_progress(e, s, &mv, 0);
-			dir->wait = SPL_WAIT_NONE;
-			switch (mv.how) {
-			case SPL_STOP_DONE:
-				break; /* the segment is through and the pipe is empty */
-			case SPL_STOP_SRC_AGAIN:
-				dir->wait = SPL_WAIT_SRC;
-				return 0;
-			case SPL_STOP_DST_AGAIN:
-				dir->wait = SPL_WAIT_DST;
-				return 0;
-			case SPL_STOP_BUDGET:
-				spl_make_ready(e, s);
-				return 0;
-			case SPL_STOP_EOF:
-				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
-				return 0;
-			case SPL_STOP_SRC_ERROR:
-				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_SRC);
-				return 0;
-			default: /* SPL_STOP_DST_ERROR */
-				spl_finish(e, s, SPL_END_ERROR, -mv.err, SPL_SIDE_DST);
-				return 0;
-			}
-		}
+		/* also when only the pipe holds bytes: they must reach dst before the next line;
+		 * a segment is moved as any counted body is (it is through, or the job waits, used
+		 * its budget or ended) */
+		if ((dir->left > 0 || dir->pipe->data > 0) && !spl_run_splice(e, s))
+			return 0;
 		if (c->state == SPL_CHUNK_END)
 			return 1;
 		if (c->state == SPL_CHUNK_DATA) { /* its size line went out: now the chunk data */
