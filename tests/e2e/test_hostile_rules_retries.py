@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import (ScriptedOrigin, ThreadedServer, exchange, free_port, head_fields, head_values,
+from tests.e2e.helpers import (KeepAliveOrigin, ScriptedOrigin, ThreadedServer, exchange, free_port, head_fields, head_values,
                                http_config, read_response,
                                recv_all, splicer_command)
 
@@ -47,47 +47,6 @@ def minimal_cfg(frontend: str = "", backend: str = "", mode: str = "http") -> st
             "backend b\n"
             f"{backend}"
             "    server s 127.0.0.1:2\n")
-
-
-class KeepAliveOrigin(ThreadedServer):
-    """An origin that serves several requests per connection.
-
-    script(conn_no, req_no, head) -> (bytes to send, close after?); conn_no counts from 1
-    over the origin's life, req_no from 0 on each connection. `requests` records
-    (conn_no, req_no, head).
-    """
-
-    def __init__(self, script) -> None:
-        self.script = script
-        self.requests: list[tuple[int, int, bytes]] = []
-        self.conns = 0
-        self.lock = threading.Lock()
-        super().__init__()
-
-    def _conn(self, c: socket.socket) -> None:
-        with self.lock:
-            self.conns += 1
-            conn_no = self.conns
-        buf, req_no = b"", 0
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    chunk = c.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                self.requests.append((conn_no, req_no, head))
-                out, close = self.script(conn_no, req_no, head)
-                req_no += 1
-                if out:
-                    c.sendall(out)
-                if close:
-                    return
-        except OSError:
-            pass
-        finally:
-            c.close()
 
 
 class BodyOrigin(ThreadedServer):

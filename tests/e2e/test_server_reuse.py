@@ -9,56 +9,22 @@ idempotent request again on a new connection (RFC 9110 section 9.2.2).
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
-from tests.e2e.helpers import ThreadedServer, free_port, http_config, read_response
+from tests.e2e.helpers import KeepAliveOrigin, free_port, http_config, read_response
 
 RESP = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
-def read_head(c: socket.socket) -> bytes | None:
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = c.recv(65536)
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
+def idle_closing(conn_no: int, req_no: int, head: bytes):
+    """Answer, then close: the pooled connection is closed while idle."""
+    return RESP, True
 
 
-class ClosingOrigin(ThreadedServer):
-    """Answers the first request of each connection; then, by `mode`, closes the connection
-    after `idle_close` seconds of idleness ("idle"), or reads the next request and closes
-    without answering it ("race"). Counts connections and requests seen."""
-
-    def __init__(self, mode: str, idle_close: float = 0.05) -> None:
-        self.mode = mode
-        self.idle_close = idle_close
-        self.conns = 0
-        self.requests = 0
-        self.lock = threading.Lock()
-        super().__init__()
-
-    def _conn(self, c: socket.socket) -> None:
-        with self.lock:
-            self.conns += 1
-        try:
-            if read_head(c) is None:
-                return
-            with self.lock:
-                self.requests += 1
-            c.sendall(RESP)
-            if self.mode == "idle":
-                time.sleep(self.idle_close)
-                return  # closed while idle
-            if read_head(c) is not None:  # "race": the next request arrives, no answer
-                with self.lock:
-                    self.requests += 1
-        except OSError:
-            pass
-        finally:
-            c.close()
+def race_closing(conn_no: int, req_no: int, head: bytes):
+    """Answer the first request of a connection; read the next one and close without a byte
+    of response (the server closed as the request reached it)."""
+    return (RESP, False) if req_no == 0 else (b"", True)
 
 
 def get(s: socket.socket) -> bytes:
@@ -68,7 +34,7 @@ def get(s: socket.socket) -> bytes:
 
 
 def test_server_connection_closed_while_idle_is_not_used(start_splicer):
-    origin = ClosingOrigin("idle")
+    origin = KeepAliveOrigin(idle_closing)
     port = free_port()
     sp = start_splicer(http_config(port, [("o", origin.port)]), [port])
     try:
@@ -79,14 +45,14 @@ def test_server_connection_closed_while_idle_is_not_used(start_splicer):
         s.close()
         st = sp.stats()["backends"]["farm"]
         # the closed connection was dropped before use: a new one, and no request lost
-        assert (origin.conns, origin.requests) == (2, 2)
+        assert (origin.conns, len(origin.requests)) == (2, 2)
         assert (st["stot"], st["reused"], st["eresp"]) == (2, 0, 0)
     finally:
         origin.close()
 
 
 def test_server_closing_as_the_request_arrives_is_retried_on_a_new_connection(start_splicer):
-    origin = ClosingOrigin("race")
+    origin = KeepAliveOrigin(race_closing)
     port = free_port()
     sp = start_splicer(http_config(port, [("o", origin.port)]), [port])
     try:
@@ -99,7 +65,7 @@ def test_server_closing_as_the_request_arrives_is_retried_on_a_new_connection(st
         assert get(s) == b"HTTP/1.1 200 OK ok"
         s.close()
         st = sp.stats()["backends"]["farm"]
-        assert (origin.conns, origin.requests) == (3, 5)
+        assert (origin.conns, len(origin.requests)) == (3, 5)
         assert (st["stot"], st["reused"], st["eresp"]) == (3, 2, 0)
     finally:
         origin.close()
