@@ -55,4 +55,14 @@ class EngineBusy(EngineError):
 
 
 class NoServerAvailable(SplicerError):
-    """The balancer found no usable server in the backend: the client gets a 503."""
+    """No server connection for the request: the client gets a 503.
+
+    Attributes:
+        termination: haproxy's termination state of the stream (http/termination.py): "SC"
+            (no server up, or every connect refused), "sC" (the last connect timed out) or
+            "sQ" (`timeout queue` struck while every server was at its maxconn).
+    """
+
+    def __init__(self, message: str, termination: str = "SC") -> None:
+        super().__init__(message)
+        self.termination = termination

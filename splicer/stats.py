@@ -6,7 +6,7 @@ bodies went kernel-to-kernel. Plain integers; no I/O here.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -29,6 +29,9 @@ class Counters:
         reused: requests sent on a kept-alive server connection.
         wretr: retries (haproxy's wretr): a connection attempt or a request sent again.
         wredis: retries sent to another server than the failed one (haproxy's wredis).
+        cli_abrt: body transfers aborted by the client (haproxy's cli_abrt).
+        srv_abrt: body transfers aborted by the server (haproxy's srv_abrt).
+        terms: streams by termination state ("--", "SD", "cR"...; http/termination.py).
     """
 
     stot: int = 0
@@ -48,6 +51,9 @@ class Counters:
     reused: int = 0
     wretr: int = 0
     wredis: int = 0
+    cli_abrt: int = 0
+    srv_abrt: int = 0
+    terms: dict = field(default_factory=dict)
 
     def count_status(self, status: int) -> None:
         """Count one response of `status` in its class."""

@@ -3,9 +3,10 @@
 Theory of operation: a stream asks acquire() for a server connection. The balancer picks a
 server (skipping down, full and already-failed ones); an idle kept-alive connection to it is
 reused if one is alive, otherwise a new one is opened within `timeout connect`. A failed
-connect is retried (when `retry-on` lists conn-failure, its default) within the request's
-budget of `retries`, on another server when `option redispatch` is set (on the same one
-otherwise, after haproxy's turn-around delay of min(timeout connect, 1 s)).
+connect is retried as http/retry.py decides (when `retry-on` lists conn-failure, its
+default) within the request's budget of `retries`, on another server when `option
+redispatch` is set (on the same one otherwise, after haproxy's turn-around delay of
+min(timeout connect, 1 s)).
 When every usable server is at its maxconn, the request waits in the backend queue for up
 to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
 connection back to the idle pool or closes it, and frees the server's slot.
@@ -22,6 +23,7 @@ from splicer.balance import ALGORITHMS
 from splicer.config.model import Backend as BackendModel
 from splicer.config.model import Server as ServerModel
 from splicer.errors import NoServerAvailable
+from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
 from splicer.runtime.pool import IdlePool
 from splicer.stats import Counters
@@ -90,6 +92,7 @@ class Backend:
                 self.balancer.set_up(s.index, False)
         self.counters = Counters()
         self._queue: deque[asyncio.Future] = deque()
+        self.policy = RetryPolicy(model.retries, model.retry_on, model.redispatch)
         t = model.timeouts
         self.connect_timeout = t.connect
         self.queue_timeout = t.queue if t.queue is not None else t.connect
@@ -105,7 +108,7 @@ class Backend:
             usable = [k for k in range(len(self.servers))
                       if k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0]
             if not usable:
-                raise NoServerAvailable(f"backend '{self.name}' has no server available")
+                raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
             # every candidate is at its maxconn: queue (haproxy `timeout queue`)
             if deadline is None and self.queue_timeout is not None:
                 deadline = self.loop.time() + self.queue_timeout
@@ -114,10 +117,10 @@ class Backend:
             try:
                 left = None if deadline is None else deadline - self.loop.time()
                 if left is not None and left <= 0:
-                    raise NoServerAvailable(f"backend '{self.name}': queue timeout")
+                    raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ")
                 await asyncio.wait_for(fut, left)
             except TimeoutError:
-                raise NoServerAvailable(f"backend '{self.name}': queue timeout") from None
+                raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ") from None
             finally:
                 if fut in self._queue:
                     self._queue.remove(fut)
@@ -140,29 +143,35 @@ class Backend:
                 fut.set_result(None)
                 return
 
+    def others_usable(self, avoid: set[int]) -> bool:
+        """True when some server outside `avoid` is up with a non-zero weight (full or not)."""
+        return any(k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0
+                   for k in range(len(self.servers)))
+
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
-                      retries: int | None = None) -> Lease:
-        """Lend a connection to a server of this backend.
+                      left: int | None = None, only: int | None = None) -> Lease:
+        """Lend a connection to a server of this backend, retrying failed connects as
+        http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
         Args:
             avoid: server indexes not to use (already failed for this request).
             allow_reuse: False to insist on a new connection (retry after a reused one died).
-            retries: failed connects that may be retried (None: `retries`, or 0 when
-                `retry-on` does not list conn-failure); Lease.failures tells how many were.
+            left: retries the request may still use (None: `retries`); Lease.failures tells
+                how many failed connects used some.
+            only: the index of the one server to use (a retry to the same server).
 
         Returns:
             A Lease; give it back with release().
 
         Raises:
-            NoServerAvailable: no server up, queue timeout, or every attempt failed (-> 503).
+            NoServerAvailable: no server up, queue timeout, or the retries ran out (-> 503).
         """
         avoid = set() if avoid is None else set(avoid)
-        if retries is None:
-            retries = self.model.retries
-        if "conn-failure" not in self.model.retry_on:
-            retries = 0
-        i = await self._pick_other(avoid)
-        attempt = 0
+        if left is None:
+            left = self.policy.retries
+        everyone = set(range(len(self.servers)))
+        i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid))
+        used = 0
         while True:
             srv = self.servers[i]
             if allow_reuse:
@@ -178,28 +187,31 @@ class Backend:
                             exc or "timeout")
                 self.balancer.drop_conn(i)
                 self._wake_queue()
-                attempt += 1
-                if attempt > retries:
-                    raise NoServerAvailable(f"backend '{self.name}': no server reachable") from None
+                verdict = decide(self.policy, RetryEvent.CONN_FAILURE, left - used)
+                if not verdict.again:
+                    raise NoServerAvailable(f"backend '{self.name}': no server reachable",
+                                            "sC" if isinstance(exc, TimeoutError) else "SC") from None
+                used += 1
                 self.counters.wretr += 1
                 srv.counters.wretr += 1
-                if self.model.redispatch:
+                if verdict.elsewhere:
                     avoid.add(i)
-                    i = await self._pick_other(avoid)
-                    if i != srv.index:
-                        self.counters.wredis += 1
-                        srv.counters.wredis += 1
-                        continue
-                    self.balancer.drop_conn(i)  # the same server again: turn around first
-                    self._wake_queue()
+                    if self.others_usable(avoid):
+                        i = await self._pick_other(avoid)
+                        if i != srv.index:
+                            self.counters.wredis += 1
+                            srv.counters.wredis += 1
+                            continue
+                        self.balancer.drop_conn(i)  # the same server again: turn around first
+                        self._wake_queue()
                 await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
                 # the slot was given up meanwhile: take it again through the queue, so the
                 # server's maxconn holds (someone else may have taken it)
-                i = await self._pick({k for k in range(len(self.servers)) if k != i})
+                i = await self._pick(everyone - {i})
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1
-            return Lease(srv, sock, False, attempt)
+            return Lease(srv, sock, False, used)
 
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable`, else closed."""

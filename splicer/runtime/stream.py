@@ -1,0 +1,612 @@
+"""A stream: one request/response exchange of an HTTP session, in explicit phases.
+
+Theory of operation. A session (runtime/session.py) reads a request head and hands it to a
+new Stream, which goes through haproxy's phases (http/termination.py Phase) and ends with
+exactly one Termination, recorded with the stream's byte and status counts in one place
+(`record()`), when the stream is over:
+  QUEUE/CONNECT  get a server connection from the backend (balanced, reused when idle and
+                 alive, failed connects retried as http/retry.py decides); none -> 503.
+  HEADERS        send the rewritten request head, move the request body (spliced or copied,
+                 transfer.py) while waiting for the response head; 1xx heads are relayed on
+                 the way. An idempotent request held whole is sent again on the `retry-on`
+                 events, as http/retry.py decides, while no response byte reached the client.
+  DATA           send the rewritten response head and move the response body. A body that
+                 ends early (server closed or failed) aborts the client connection at once,
+                 so the client sees it short of its announced length, never complete.
+Both connections are kept only when both messages completed with framing that allows it.
+Nothing here raises past run(); outcomes are data.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import TYPE_CHECKING
+
+from splicer.engine.engine import Completion, Phase as JobPhase
+from splicer.errors import NoServerAvailable
+from splicer.http.framing import BodyKind, Framing
+from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
+                             forwarded_request, forwarded_response, head_complete, parse_response)
+from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
+from splicer.http.termination import NORMAL, Cause, Phase, Termination
+from splicer.runtime import heads, io
+from splicer.runtime.backend import Lease
+from splicer.runtime.transfer import End, Result, Side
+from splicer.runtime.tunnel import run_tunnel
+
+if TYPE_CHECKING:
+    from splicer.runtime.session import HttpSession
+
+log = logging.getLogger("splicer")
+
+SMALL_BODY = 65536
+"""A copied response body up to this size is read at once and sent with its head."""
+
+BODY_GRACE = 0.25
+"""Seconds a relayed response waits for its request body's transfer to report its end."""
+
+IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+"""Methods whose request may be sent again (RFC 9110 section 9.2.2)."""
+
+_SERVER_END = {End.SRC_EOF: Cause.SERVER_ABORT, End.SRC_ERROR: Cause.SERVER_ABORT,
+               End.SRC_TIMEOUT: Cause.SERVER_TIMEOUT, End.BAD_FRAMING: Cause.PROXY,
+               End.DST_ERROR: Cause.CLIENT_ABORT, End.DST_TIMEOUT: Cause.CLIENT_TIMEOUT}
+"""Who ended a response body (moved server -> client), by the transfer's end."""
+
+_CLIENT_END = {End.SRC_EOF: Cause.CLIENT_ABORT, End.SRC_ERROR: Cause.CLIENT_ABORT,
+               End.SRC_TIMEOUT: Cause.CLIENT_TIMEOUT, End.BAD_FRAMING: Cause.CLIENT_ABORT,
+               End.DST_ERROR: Cause.SERVER_ABORT, End.DST_TIMEOUT: Cause.SERVER_TIMEOUT}
+"""Who ended a request body (moved client -> server). A client whose chunked framing broke
+has aborted its own message, as haproxy counts it."""
+
+
+class _Failed(Exception):
+    """An attempt failed with a retry event (a flow signal inside Stream, never raised out):
+    `event`, the response status for RetryEvent.STATUS, the Termination and error status
+    to answer with when no retry is made (0: just close)."""
+
+    def __init__(self, event: RetryEvent | None, term: Termination, status: int = 0,
+                 response: int = 0) -> None:
+        self.event, self.term, self.status, self.response = event, term, status, response
+
+
+class Stream:
+    """One request/response exchange of `session`.
+
+    Args:
+        session: the client connection (HttpSession) it belongs to.
+        req: the parsed request head.
+        raw: the request head's bytes, as read.
+
+    Attributes:
+        phase: where the stream is (http/termination.py Phase).
+        term: how it ended (NORMAL until something else happens).
+        server: the runtime Server of the last attempt (None before any).
+        status: the final status sent to the client (0: none).
+        retries: retries made (haproxy's %rc).
+    """
+
+    __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
+                 "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
+                 "_replayable", "_left")
+
+    def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
+        self.s = session
+        self.fe = session.fe
+        self.be = session.be
+        self.loop = session.loop
+        self.req, self.raw = req, raw
+        self.phase = Phase.QUEUE
+        self.term = NORMAL
+        self.server = None
+        self.status = 0
+        self.retries = 0
+        self.head_in = len(raw)   # bytes of heads (and buffered body) read from the client
+        self.head_out = 0         # bytes of heads and error pages sent to the client
+        self.up = Result(End.DONE)    # the request body's transfer
+        self.down = Result(End.DONE)  # the response body's transfer
+        self.interim: list[int] = []  # 1xx statuses relayed to the client
+        self.info = session.stream_info()
+        self._answered = False    # a byte of a response (a 1xx) went to the client
+        self._resp_raw = b""      # the bytes of the final response head being relayed
+        self._replayable = False
+        self._left = 0            # retries left for the attempt under way
+
+    # -- outcome ---------------------------------------------------------------------------
+
+    def end(self, cause: Cause, phase: Phase | None = None) -> None:
+        """Record how the stream ended (the first end recorded wins)."""
+        if self.term is NORMAL:
+            self.term = Termination(cause, self.phase if phase is None else phase)
+
+    def record(self) -> None:
+        """Add this stream to the counters of its frontend, backend and server: bytes,
+        statuses and its termination state, all in this one place."""
+        fe, be, srv = self.fe.counters, self.be.counters, self.server.counters if self.server else None
+        up, down = self.up, self.down
+        fe.bin += self.head_in + up.moved
+        fe.bout += self.head_out + down.moved
+        for st in self.interim:
+            fe.count_status(st)
+        for c in (fe, be, srv):
+            if c is None:
+                continue
+            if c is not fe:
+                c.bin += up.moved
+                c.bout += down.moved
+            c.spliced += up.spliced + down.spliced
+            c.copied += up.copied + down.copied
+            if self.status:
+                c.count_status(self.status)
+        record_termination(self.term, fe, be, srv)
+
+    async def reply_error(self, status: int) -> None:
+        """Answer with an error page (the session then closes gracefully)."""
+        self.status = status
+        self.head_out += await self.s.reply_error(status)
+
+    # -- the exchange ----------------------------------------------------------------------
+
+    async def run(self) -> bool:
+        """Forward the request and relay its response; True when the session may go on."""
+        fe, be, req, raw = self.fe, self.be, self.req, self.raw
+        s = self.s
+        fwd = None
+        if be.model.forwarded:
+            fwd = (be.model.forwarded, s.client_ip, s.local_ip)
+        early = None
+        if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
+            self.phase = Phase.REQUEST
+            early = await self._buffer_body()
+            if early is None:
+                return False
+            self.phase = Phase.QUEUE
+            self.head_in += len(early)
+            if req.expect_continue and req.version == b"1.1":
+                # splicer answered the 100-continue itself: the expectation is met and is
+                # not forwarded, so the client never gets a second 100 (haproxy does the same)
+                req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
+        xff = s.client_ip if fe.forwardfor else None
+        if early is None and not fe.request_rules:
+            out_head = forwarded_request(raw, req, xff, fwd)  # memoized: no rule reads the stream
+        else:
+            out_head = forward_request_head(req, xff, fwd, fe.request_rules, self.info)
+        if early is not None:
+            out_head += early
+            req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
+        # Only an idempotent request without a body goes on a reused connection: if the server
+        # closed that connection meanwhile, such a request alone may be sent again (RFC 9110
+        # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
+        allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
+                       and req.upgrade is None)
+        # a request held whole (no body left in the client socket) of an idempotent method
+        # may be sent again (http/retry.py)
+        self._replayable = (req.method in IDEMPOTENT and req.upgrade is None
+                            and (req.framing.kind is BodyKind.NONE
+                                 or (req.framing.kind is BodyKind.LENGTH and req.framing.length == 0)))
+        left = be.policy.retries  # retries this request may still use (haproxy `retries`)
+        avoid: set[int] = set()
+        only = None
+        failed = None  # the server whose failed attempt made this one a retry
+        while True:
+            self.phase = Phase.QUEUE
+            try:
+                lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only)
+            except NoServerAvailable as exc:
+                log.warning("%s", exc)
+                self.end(*Termination.parse(exc.termination))
+                await self.reply_error(503)
+                return False
+            left -= lease.failures
+            self.retries += lease.failures
+            self.server = lease.server
+            if failed is not None and lease.server is not failed:
+                be.counters.wredis += 1
+                failed.counters.wredis += 1
+            failed = None
+            if lease.reused:
+                be.counters.reused += 1
+                lease.server.counters.reused += 1
+            lease.server.counters.req_tot += 1
+            reusable = False
+            self._left = left
+            try:
+                keep, reusable = await self._exchange(out_head, lease)
+            except _Failed as f:
+                verdict = self._verdict(f, left, lease)
+                if not verdict.again:
+                    self.end(f.term.cause, f.term.phase)
+                    if f.status:
+                        await self.reply_error(f.status)
+                    return False
+                allow_reuse = allow_reuse and not verdict.fresh
+                if verdict.counted:
+                    left -= 1
+                    self.retries += 1
+                    be.counters.wretr += 1
+                    lease.server.counters.wretr += 1
+                    failed = lease.server
+                only = lease.server.index if verdict.same_server else None
+                if verdict.elsewhere:
+                    avoid.add(lease.server.index)
+                continue
+            finally:
+                # always given back, whatever happened (a bug, a cancellation): a lease
+                # never released would hold a server slot (maxconn) forever
+                be.release(lease, reusable)
+            return keep
+
+    def _verdict(self, f: _Failed, left: int, lease: Lease) -> Retry:
+        """http/retry.py's verdict on the failed attempt `f` on `lease`."""
+        if f.event is None:
+            return GIVE_UP
+        verdict = decide(self.be.policy, f.event, left, status=f.response, replayable=self._replayable,
+                         answered=self._answered)
+        if verdict.again and f.event is not RetryEvent.IDLE_CLOSED:
+            log.warning("backend %s server %s: %s, retrying", self.be.name, lease.server.model.name,
+                        f"status {f.response}" if f.event is RetryEvent.STATUS else f.event.value)
+        return verdict
+
+    async def _buffer_body(self) -> bytes | None:
+        """`option http-buffer-request`: wait for the body (all of it up to tune.bufsize, else
+        its first tune.bufsize bytes) within `timeout http-request`, before any server is
+        chosen; returns those bytes, or None after answering 408 (the session ends)."""
+        s, req = self.s, self.req
+        want = min(req.framing.length, self.fe.bufsize)
+        deadline = None if s.t_request is None else self.loop.time() + s.t_request
+        if req.expect_continue and req.version == b"1.1":
+            # the client waits for a 100 before sending its body: give it one now, as haproxy
+            # does when it buffers (RFC 9110 section 10.1.1)
+            try:
+                await io.send_all(self.loop, s.sock, b"HTTP/1.1 100 Continue\r\n\r\n", s.t_client)
+            except (OSError, TimeoutError):
+                self.end(Cause.CLIENT_ABORT)
+                return None
+        got = bytearray()
+        while len(got) < want:
+            try:
+                chunk = s.sock.recv(want - len(got))
+            except (BlockingIOError, InterruptedError):
+                try:
+                    left = None if deadline is None else max(0.0, deadline - self.loop.time())
+                    await io.wait_readable(self.loop, s.sock, left)
+                except TimeoutError:
+                    self.end(Cause.CLIENT_TIMEOUT)
+                    await self.reply_error(408)
+                    return None
+                continue
+            except OSError:
+                self.end(Cause.CLIENT_ABORT)
+                return None
+            if not chunk:
+                self.end(Cause.CLIENT_ABORT)  # the client closed before sending its body
+                return None
+            got += chunk
+        return bytes(got)
+
+    async def _exchange(self, out_head: bytes, lease: Lease) -> tuple[bool, bool]:
+        """Send the request on `lease` and relay the response.
+
+        Returns:
+            (keep, reusable): whether the session goes on, and whether the server
+            connection may go back to the idle pool. The caller releases the lease; the
+            request body task never outlives this call.
+
+        Raises:
+            _Failed: the attempt failed before any response byte reached the client.
+        """
+        loop, req, s = self.loop, self.req, self.s
+        srv = Side(lease.sock, s.t_server)
+        self.phase = Phase.CONNECT
+        if self.be.model.abortonclose and s.client_gone():
+            self.end(Cause.CLIENT_ABORT)
+            return False, True  # nothing was sent: the server connection is still clean
+        self.phase = Phase.HEADERS
+        if req.framing.kind is BodyKind.NONE:
+            # the common case: one engine job sends the head and brings the response head back
+            c = await heads.send_then_read_head(self.fe.mover, lease.sock, out_head, s.t_server,
+                                                self.fe.bufsize, s.t_server, s.t_server)
+            if c is not None:
+                if c.phase is JobPhase.SEND:
+                    raise self._send_failed(lease)
+                return await self._relay_response(srv, lease, None, c)
+        try:
+            await io.send_all(loop, lease.sock, out_head, s.t_server)
+        except (OSError, TimeoutError):
+            raise self._send_failed(lease) from None
+
+        body_task = None
+        if req.framing.kind is not BodyKind.NONE:
+            body_task = loop.create_task(self._request_body(srv, lease))
+        try:
+            return await self._relay_response(srv, lease, body_task)
+        finally:
+            await end_task(body_task)
+
+    def _send_failed(self, lease: Lease) -> _Failed:
+        """The request head could not be sent: a reused connection was closed by the server
+        while idle (sent again on a new one), else the server is gone (502)."""
+        if lease.reused:
+            return _Failed(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
+        return _Failed(None, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
+
+    async def _relay_response(self, srv: Side, lease: Lease, body_task,
+                              first: Completion | None = None) -> tuple[bool, bool]:
+        """Read the response (relaying 1xx), send its head and body to the client.
+
+        `first`: the completion of the engine job that sent the request and read the first
+        response head (None: read it here)."""
+        be, req, s = self.be, self.req, self.s
+        try:
+            resp = await self._response_head(srv, lease, body_task, first)
+        except _Failed:
+            await end_task(body_task)
+            raise
+        if resp.status in be.policy.retry_on and decide(
+                be.policy, RetryEvent.STATUS, self._left, status=resp.status,
+                replayable=self._replayable, answered=self._answered).again:
+            raise _Failed(RetryEvent.STATUS, NORMAL, 0, resp.status)  # dropped with its connection
+        if resp.status == 101:
+            return await self._switch_protocols(resp, lease, body_task)
+
+        # the final response
+        self.phase = Phase.DATA
+        fr = resp.framing
+        dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
+        srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
+        cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
+        early = body_task is not None and not body_task.done() and not 200 <= resp.status < 300
+        if early:
+            # an error (or redirect) before the request body was all sent: the client
+            # connection ends after this response, and the response says so (RFC 9112
+            # section 9.6); the session then closes in stages (session._linger), never with a
+            # reset under the response
+            cli_keep = False
+        if not self.fe.response_rules:
+            head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
+        else:
+            head = forward_response_head(resp, req.version, cli_keep, self.fe.response_rules,
+                                         self.info, req)
+        policy = self.fe.splice_response
+        length = fr.length if fr.kind is BodyKind.LENGTH else 0
+        taken = None
+        if not dechunk:
+            # one engine job: the head, then the body (copied or spliced), to the client
+            # and, when the client connection goes on, the same job then reads its next
+            # request head (the server connection is let go of first)
+            nxt = (s.t_keepalive, s.t_request, self.fe.bufsize) if cli_keep and body_task is None else None
+            mover = self.fe.mover
+            if fr.kind is BodyKind.LENGTH:
+                taken = await heads.send_with_body(mover, srv, s.cli, head, length, False,
+                                                   policy.wants(length), nxt)
+            elif fr.kind is BodyKind.CLOSE:
+                taken = await heads.send_with_body(mover, srv, s.cli, head, None, False,
+                                                   policy.wants(None), nxt)
+            elif fr.kind is BodyKind.CHUNKED:
+                taken = await heads.send_with_body(mover, srv, s.cli, head, None, True,
+                                                   policy.wants(None), nxt)
+            else:
+                taken = await heads.send_with_body(mover, srv, s.cli, head, 0, False, False, nxt)
+        if taken is not None:
+            sent, r, s.next_head = taken
+            if not sent:
+                self.end(Cause.CLIENT_ABORT)
+                return False, False
+            self.head_out += len(head)
+            self.status = resp.status
+        else:
+            r = await self._send_response_on_loop(srv, lease, resp, head, length, policy, dechunk)
+            if r is None:
+                self.end(Cause.CLIENT_ABORT)
+                return False, False
+        self.down = r
+        ok = r.end is End.DONE
+        if not ok:
+            self.end(_SERVER_END[r.end])
+            # abort: the client must see the body end short of what was announced. With a
+            # length or chunked framing a FIN shows it and keeps the bytes already sent; a
+            # close-delimited (or de-chunked) body has no framing to fall short of, so a
+            # failed server side is passed on as a reset.
+            s.abort_client(reset=(fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR)
+
+        if body_task is not None:
+            if not body_task.done() and ok and 200 <= resp.status < 300:
+                # An early 2xx (RFC 9112 section 9.3 lets a server answer before it has the
+                # whole request; nginx's `return 204` reads and drops the body afterwards):
+                # the rest of the body is still forwarded, within its own idle timeouts, and
+                # both connections may be kept once it is through.
+                await asyncio.wait((body_task,))
+            if not body_task.done():
+                # An engine job may have moved the whole body and not be reaped yet (the
+                # server can answer between the last splice and the completion): give the
+                # completion a moment before concluding that the server answered early.
+                try:
+                    await asyncio.wait_for(asyncio.shield(body_task), BODY_GRACE)
+                except (TimeoutError, asyncio.TimeoutError):
+                    pass
+            if not body_task.done():
+                # the server answered before taking the whole body: neither side can go on
+                ok = False
+                await end_task(body_task)
+            elif body_task.result().end is not End.DONE:
+                ok = False
+        return ok and cli_keep, ok and srv_reuse
+
+    async def _send_response_on_loop(self, srv: Side, lease: Lease, resp: ResponseHead, head: bytes,
+                                     length: int, policy, dechunk: bool) -> Result | None:
+        """Send the response head and move its body on the loop (when the engine cannot take
+        the job, or the body is de-chunked or a copied chunked one). None: the head could
+        not be sent (the client is gone)."""
+        loop, fr, s = self.loop, resp.framing, self.s
+        early = b""
+        if 0 < length <= SMALL_BODY and not policy.wants(length):
+            # a small copied body is usually in the socket already: take it now and send it
+            # with the head in one write (one syscall and one segment fewer per response)
+            try:
+                early = lease.sock.recv(length)
+            except (BlockingIOError, InterruptedError):
+                early = b""
+            except OSError:
+                early = b""  # the transfer below meets the error again and reports it
+        try:
+            await io.send_all(loop, s.sock, head + early if early else head, s.t_client)
+        except (OSError, TimeoutError):
+            return None
+        self.head_out += len(head)
+        self.status = resp.status
+
+        mover = self.fe.mover
+        if fr.kind is BodyKind.LENGTH:
+            r = await mover.move(srv, s.cli, length - len(early), policy)
+            r.moved += len(early)
+            r.copied += len(early)
+        elif fr.kind is BodyKind.CHUNKED:
+            r = await mover.move_chunked(srv, s.cli, policy, dechunk=dechunk)
+        elif fr.kind is BodyKind.CLOSE:
+            r = await mover.move(srv, s.cli, None, policy)
+        else:
+            r = Result(End.DONE)
+        return r
+
+    async def _switch_protocols(self, resp: ResponseHead, lease: Lease, body_task) -> tuple[bool, bool]:
+        """101 to an Upgrade request: relay the 101, then tunnel both ways until both sides
+        closed (haproxy's tunnel mode; `timeout tunnel` is the idle limit). Only now, once the
+        server agreed, does the connection stop being HTTP (case 012)."""
+        s, req = self.s, self.req
+        if body_task is not None and not body_task.done():
+            self.end(Cause.PROXY)
+            return False, False  # a body still being sent cannot turn into tunnel bytes
+        head = forward_response_head(resp, req.version, True, self.fe.response_rules,
+                                     self.info, req)
+        self.phase = Phase.DATA
+        try:
+            await io.send_all(self.loop, s.sock, head, s.t_client)
+        except (OSError, TimeoutError):
+            self.end(Cause.CLIENT_ABORT)
+            return False, False
+        self.head_out += len(head)
+        self.status = 101
+        t_be = self.be.model.timeouts
+        idle = t_be.tunnel
+        if idle is None:
+            known = [t for t in (s.t_client, s.t_server) if t is not None]
+            idle = max(known) if known else None
+        up, down = await run_tunnel(self.fe.mover, s.sock, lease.sock, idle,
+                                    self.fe.splice_request, self.fe.splice_response)
+        self.up.add(up)
+        self.down = down
+        if up.end is End.SRC_TIMEOUT or down.end is End.SRC_TIMEOUT:
+            self.end(Cause.CLIENT_TIMEOUT if up.end is End.SRC_TIMEOUT else Cause.SERVER_TIMEOUT)
+        return False, False
+
+    async def _request_body(self, srv: Side, lease: Lease) -> Result:
+        """Move the request body client -> server. On failure, shut the server connection
+        down so that the wait for the response ends too."""
+        policy, req, s = self.fe.splice_request, self.req, self.s
+        if req.framing.kind is BodyKind.LENGTH:
+            r = await self.fe.mover.move(s.cli, srv, req.framing.length, policy)
+        else:
+            r = await self.fe.mover.move_chunked(s.cli, srv, policy)
+        self.up = r
+        if r.end is not End.DONE:
+            self.end(_CLIENT_END[r.end], Phase.DATA)
+            try:
+                lease.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return r
+
+    async def _response_head(self, srv: Side, lease: Lease, body_task,
+                             first: Completion | None = None) -> ResponseHead:
+        """Read the final response head, relaying 1xx ones to the client; `first` is the
+        completion of an engine job that already read the first head (None: read it here).
+
+        Returns:
+            The final (or 101) response head.
+
+        Raises:
+            _Failed: no valid response head; its event says which retry-on event it was,
+            its status the error page to send (0: just close the client connection).
+        """
+        loop, s, req = self.loop, self.s, self.req
+        H = Phase.HEADERS
+        while True:
+            if body_task is not None and not body_task.done():
+                # `timeout server` runs from the end of the request body: a long upload is
+                # not the server's silence. Until then wait for a response or the body's end.
+                readable = loop.create_task(io.wait_readable(loop, lease.sock, None))
+                await asyncio.wait((body_task, readable), return_when=asyncio.FIRST_COMPLETED)
+                await end_task(readable)
+            try:
+                if first is not None:
+                    head = heads.head_of(first)
+                    first = None
+                else:
+                    head = await heads.read_head(self.fe.mover, lease.sock, self.fe.bufsize,
+                                                 s.t_server, s.t_server)
+            except TimeoutError:
+                # nothing was sent to the client yet, even after a partial head
+                raise _Failed(RetryEvent.RESPONSE_TIMEOUT, Termination(Cause.SERVER_TIMEOUT, H), 504) from None
+            except io.HeadTooLarge:
+                raise _Failed(RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), 502) from None
+            except OSError:
+                head = b""
+            if not head_complete(head):
+                if not head and lease.reused and body_task is None:
+                    raise _Failed(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
+                if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
+                    # the request body failed first (and shut the server side down); its
+                    # termination is recorded already
+                    end = body_task.result().end
+                    if end is End.SRC_TIMEOUT:
+                        raise _Failed(None, self.term, 408)
+                    raise _Failed(None, self.term, 400 if end is End.BAD_FRAMING else 0)
+                raise _Failed(RetryEvent.JUNK_RESPONSE if head else RetryEvent.EMPTY_RESPONSE,
+                              Termination(Cause.SERVER_ABORT, H), 502)
+            try:
+                resp = parse_response(head, req.method, req.upgrade is not None)
+            except HeadError as exc:
+                raise _Failed(RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), exc.status) from None
+            if resp.status >= 200 or resp.status == 101:
+                self._resp_raw = head
+                return resp
+            if req.version == b"1.0":
+                continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
+            try:
+                interim = forward_response_head(resp, req.version, True)
+                self._answered = True
+                await io.send_all(loop, s.sock, interim, s.t_client)
+                self.head_out += len(interim)
+                self.interim.append(resp.status)
+            except (OSError, TimeoutError):
+                raise _Failed(None, Termination(Cause.CLIENT_ABORT, H), 0) from None
+
+
+def record_termination(t: Termination, fe, be, srv) -> None:
+    """Count a stream's termination state: in `terms` on each of the frontend, backend and
+    server counters given (None: not involved), and the error counters it implies
+    (http/termination.py counted()): ereq on the frontend, the others on the backend and
+    server, as in haproxy's stats columns."""
+    from splicer.http.termination import counted
+    code = str(t)
+    names = counted(t)
+    for c in (fe, be, srv):
+        if c is None:
+            continue
+        c.terms[code] = c.terms.get(code, 0) + 1
+        for n in names:
+            if (n == "ereq") == (c is fe):
+                setattr(c, n, getattr(c, n) + 1)
+
+
+async def end_task(task) -> None:
+    """Cancel `task` if it still runs and wait for it to end (None: nothing to do)."""
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
