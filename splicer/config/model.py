@@ -101,7 +101,7 @@ class Frontend:
         splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
         splice_named: some `option splice-*` line (or its `no` form) applies here, set or
             inherited; when neither proxy of a stream names one, splicer's measured default
-            applies (runtime/proxy.py splice_policy). Derived: not part of equality.
+            applies (runtime/route.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its

@@ -23,7 +23,10 @@ from splicer.health.probes import check_server
 from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
-from splicer.runtime.transfer import Mover, SplicePolicy
+from splicer.http.termination import Termination
+from splicer.runtime.route import route_of
+from splicer.runtime.stream import record_termination, tunnel_termination
+from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
 from splicer.stats import Counters
@@ -33,13 +36,6 @@ log = logging.getLogger("splicer")
 ACCEPT_BATCH = 64
 """Connections accepted per readiness event of a listener."""
 
-DEFAULT_SPLICE = SplicePolicy.AUTO
-"""The splice policy of both directions when neither the frontend nor the backend names any
-`option splice-*` (a haproxy config carried over usually names none): splice what pays,
-copy the rest (SplicePolicy.AUTO's thresholds, measured by benchmarks/crossover.py and
-chunk_crossover.py). haproxy copies by default; on this design splicing big bodies costs
-less CPU than copying them (docs/benchmarks.md)."""
-
 DEFAULT_PIPESIZE = 1 << 20
 """Bytes per pipe when `tune.pipesize` is not set (haproxy keeps the kernel's 64 KiB):
 measured with haproxy itself on this machine, 1 MiB pipes moved 256 MiB bodies for 0.23
@@ -48,22 +44,6 @@ CPU-s/GiB against 0.56 with 64 KiB ones (fewer splice calls per GiB)."""
 HEAD_ROOM = 4096
 """Bytes of an engine buffer beyond tune.bufsize: a forwarded head may grow by the fields
 splicer adds (X-Forwarded-For, Forwarded, header rules); a larger one is sent by the loop."""
-
-
-def splice_policy(request: bool, *flags) -> SplicePolicy:
-    """Combine the `option splice-*` flags of a frontend and its backend for one direction.
-
-    haproxy enables a direction when either proxy sets it (haproxy#2510).
-
-    Args:
-        request: True for client -> server (splice-request), False for server -> client.
-        flags: the (splice_request, splice_response, splice_auto) triples of each proxy.
-    """
-    if any(f[0] if request else f[1] for f in flags):
-        return SplicePolicy.ALWAYS
-    if any(f[2] for f in flags):
-        return SplicePolicy.AUTO
-    return SplicePolicy.NEVER
 
 
 class FrontendRT:
@@ -78,24 +58,8 @@ class FrontendRT:
         self.mover = proxy.mover
         self.counters = Counters()
         g = proxy.config.global_
-        self.bufsize = g.bufsize
-        self.maxhdr = g.maxhdr
         self.maxconn = model.maxconn or g.maxconn
-        self.forwardfor = model.forwardfor or backend.model.forwardfor
-        self.http_buffer_request = model.http_buffer_request or backend.model.http_buffer_request
-        # `errorfile`: the backend's win over the frontend's
-        self.errorpages = dict(model.errorfiles) | dict(backend.model.errorfiles)
-        # header rules in haproxy's order: a request meets the frontend's then the backend's,
-        # a response the backend's then the frontend's
-        self.request_rules = model.http_request + backend.model.http_request
-        self.response_rules = backend.model.http_response + model.http_response
-        flags = ((model.splice_request, model.splice_response, model.splice_auto),
-                 (backend.model.splice_request, backend.model.splice_response, backend.model.splice_auto))
-        if model.splice_named or backend.model.splice_named:
-            self.splice_request = splice_policy(True, *flags)
-            self.splice_response = splice_policy(False, *flags)
-        else:
-            self.splice_request = self.splice_response = DEFAULT_SPLICE
+        self.route = route_of(g, model, backend.model)  # what its streams read, merged once
         self.listeners: list[socket.socket] = []
         self.active = 0
         self.paused = False
@@ -169,17 +133,16 @@ class FrontendRT:
                 lease = await be.acquire(allow_reuse=False)
             except NoServerAvailable as exc:
                 log.warning("%s", exc)
+                record_termination(Termination.parse(exc.termination), self.counters, be.counters, None)
                 return
-            t_fe, t_be = self.model.timeouts, be.model.timeouts
-            idle = t_be.tunnel
-            if idle is None:
-                known = [t for t in (t_fe.client, t_be.server) if t is not None]
-                idle = max(known) if known else None
+            route = self.route
             try:
-                up, down = await run_tunnel(self.mover, sock, lease.sock, idle,
-                                            self.splice_request, self.splice_response)
+                up, down = await run_tunnel(self.mover, sock, lease.sock, route.t_tunnel,
+                                            route.splice_request, route.splice_response)
             finally:
                 be.release(lease, False)
+            record_termination(tunnel_termination(up, down), self.counters, be.counters,
+                               lease.server.counters)
             for c in (self.counters, be.counters, lease.server.counters):
                 c.bin += up.moved
                 c.bout += down.moved

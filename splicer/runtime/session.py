@@ -59,11 +59,11 @@ class HttpSession:
             self.local_ip, self.local_port = sock.getsockname()[:2]
         except OSError:
             self.local_ip, self.local_port = "unknown", 0
-        t = fe.model.timeouts
-        self.t_client = t.client
-        self.t_request = t.http_request if t.http_request is not None else t.client
-        self.t_keepalive = t.http_keep_alive if t.http_keep_alive is not None else self.t_request
-        self.t_server = self.be.model.timeouts.server
+        self.route = route = fe.route
+        self.t_client = route.t_client
+        self.t_request = route.t_request
+        self.t_keepalive = route.t_keepalive
+        self.t_server = route.t_server
         self.cli = Side(sock, self.t_client)
         self._reset = False         # the client connection is to end with a reset
         self.next_head = None  # (id, future) of the engine job reading the next request head
@@ -125,7 +125,7 @@ class HttpSession:
         Returns:
             The bytes of the page that were sent (0 when the client was gone).
         """
-        data = self.fe.errorpages.get(status) or error_response(status)
+        data = self.route.errorpages.get(status) or error_response(status)
         sent = 0
         try:
             await io.send_all(self.loop, self.sock, data, 1.0 if self.t_client is None else self.t_client)
@@ -153,7 +153,7 @@ class HttpSession:
     def stream_info(self) -> StreamInfo | None:
         """What header-rule samples read about this session (None when no rule needs it)."""
         fe = self.fe
-        if not (fe.request_rules or fe.response_rules):
+        if not self.route.rules:
             return None
         return StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port,
                           fe.name, self.be.name)
@@ -170,7 +170,7 @@ class HttpSession:
                 self.next_head = None
                 head = heads.head_of(await fe.mover.engine.wait(*pending))
             else:
-                head = await heads.read_head(fe.mover, self.sock, fe.bufsize,
+                head = await heads.read_head(fe.mover, self.sock, self.route.bufsize,
                                              self.t_request if first else self.t_keepalive, self.t_request,
                                              skip_empty_lines=True)
         except TimeoutError as exc:
@@ -187,7 +187,7 @@ class HttpSession:
                 await self._refuse(Cause.CLIENT_ABORT, 0)
             return False
         try:
-            req = parse_request(head, fe.maxhdr)
+            req = parse_request(head, self.route.maxhdr)
         except HeadError as exc:
             fe.counters.bin += len(head)
             await self._refuse(Cause.PROXY, exc.status)

@@ -88,7 +88,7 @@ class Stream:
     """
 
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
-                 "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
+                 "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
@@ -96,6 +96,7 @@ class Stream:
         self.fe = session.fe
         self.be = session.be
         self.loop = session.loop
+        self.route = session.route
         self.req, self.raw = req, raw
         self.phase = Phase.QUEUE
         self.term = NORMAL
@@ -150,13 +151,13 @@ class Stream:
 
     async def run(self) -> bool:
         """Forward the request and relay its response; True when the session may go on."""
-        fe, be, req, raw = self.fe, self.be, self.req, self.raw
+        be, req, raw, route = self.be, self.req, self.raw, self.route
         s = self.s
         fwd = None
-        if be.model.forwarded:
-            fwd = (be.model.forwarded, s.client_ip, s.local_ip)
+        if route.forwarded:
+            fwd = (route.forwarded, s.client_ip, s.local_ip)
         early = None
-        if req.framing.kind is BodyKind.LENGTH and fe.http_buffer_request:
+        if req.framing.kind is BodyKind.LENGTH and route.http_buffer_request:
             self.phase = Phase.REQUEST
             early = await self._buffer_body()
             if early is None:
@@ -167,11 +168,11 @@ class Stream:
                 # splicer answered the 100-continue itself: the expectation is met and is
                 # not forwarded, so the client never gets a second 100 (haproxy does the same)
                 req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
-        xff = s.client_ip if fe.forwardfor else None
-        if early is None and not fe.request_rules:
+        xff = s.client_ip if route.forwardfor else None
+        if early is None and not route.request_rules:
             out_head = forwarded_request(raw, req, xff, fwd)  # memoized: no rule reads the stream
         else:
-            out_head = forward_request_head(req, xff, fwd, fe.request_rules, self.info)
+            out_head = forward_request_head(req, xff, fwd, route.request_rules, self.info)
         if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
@@ -253,7 +254,7 @@ class Stream:
         its first tune.bufsize bytes) within `timeout http-request`, before any server is
         chosen; returns those bytes, or None after answering 408 (the session ends)."""
         s, req = self.s, self.req
-        want = min(req.framing.length, self.fe.bufsize)
+        want = min(req.framing.length, self.route.bufsize)
         deadline = None if s.t_request is None else self.loop.time() + s.t_request
         if req.expect_continue and req.version == b"1.1":
             # the client waits for a 100 before sending its body: give it one now, as haproxy
@@ -299,14 +300,14 @@ class Stream:
         loop, req, s = self.loop, self.req, self.s
         srv = Side(lease.sock, s.t_server)
         self.phase = Phase.CONNECT
-        if self.be.model.abortonclose and s.client_gone():
+        if self.route.abortonclose and s.client_gone():
             self.end(Cause.CLIENT_ABORT)
             return False, True  # nothing was sent: the server connection is still clean
         self.phase = Phase.HEADERS
         if req.framing.kind is BodyKind.NONE:
             # the common case: one engine job sends the head and brings the response head back
             c = await heads.send_then_read_head(self.fe.mover, lease.sock, out_head, s.t_server,
-                                                self.fe.bufsize, s.t_server, s.t_server)
+                                                self.route.bufsize, s.t_server, s.t_server)
             if c is not None:
                 if c.phase is JobPhase.SEND:
                     raise self._send_failed(lease)
@@ -363,19 +364,19 @@ class Stream:
             # section 9.6); the session then closes in stages (session._linger), never with a
             # reset under the response
             cli_keep = False
-        if not self.fe.response_rules:
+        if not self.route.response_rules:
             head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
         else:
-            head = forward_response_head(resp, req.version, cli_keep, self.fe.response_rules,
+            head = forward_response_head(resp, req.version, cli_keep, self.route.response_rules,
                                          self.info, req)
-        policy = self.fe.splice_response
+        policy = self.route.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
         taken = None
         if not dechunk:
             # one engine job: the head, then the body (copied or spliced), to the client
             # and, when the client connection goes on, the same job then reads its next
             # request head (the server connection is let go of first)
-            nxt = (s.t_keepalive, s.t_request, self.fe.bufsize) if cli_keep and body_task is None else None
+            nxt = (s.t_keepalive, s.t_request, self.route.bufsize) if cli_keep and body_task is None else None
             mover = self.fe.mover
             if fr.kind is BodyKind.LENGTH:
                 taken = await heads.send_with_body(mover, srv, s.cli, head, length, False,
@@ -477,7 +478,7 @@ class Stream:
         if body_task is not None and not body_task.done():
             self.end(Cause.PROXY)
             return False, False  # a body still being sent cannot turn into tunnel bytes
-        head = forward_response_head(resp, req.version, True, self.fe.response_rules,
+        head = forward_response_head(resp, req.version, True, self.route.response_rules,
                                      self.info, req)
         self.phase = Phase.DATA
         try:
@@ -487,23 +488,19 @@ class Stream:
             return False, False
         self.head_out += len(head)
         self.status = 101
-        t_be = self.be.model.timeouts
-        idle = t_be.tunnel
-        if idle is None:
-            known = [t for t in (s.t_client, s.t_server) if t is not None]
-            idle = max(known) if known else None
-        up, down = await run_tunnel(self.fe.mover, s.sock, lease.sock, idle,
-                                    self.fe.splice_request, self.fe.splice_response)
+        up, down = await run_tunnel(self.fe.mover, s.sock, lease.sock, self.route.t_tunnel,
+                                    self.route.splice_request, self.route.splice_response)
         self.up.add(up)
         self.down = down
-        if up.end is End.SRC_TIMEOUT or down.end is End.SRC_TIMEOUT:
-            self.end(Cause.CLIENT_TIMEOUT if up.end is End.SRC_TIMEOUT else Cause.SERVER_TIMEOUT)
+        t = tunnel_termination(up, down)
+        if not t.normal:
+            self.end(t.cause, t.phase)
         return False, False
 
     async def _request_body(self, srv: Side, lease: Lease) -> Result:
         """Move the request body client -> server. On failure, shut the server connection
         down so that the wait for the response ends too."""
-        policy, req, s = self.fe.splice_request, self.req, self.s
+        policy, req, s = self.route.splice_request, self.req, self.s
         if req.framing.kind is BodyKind.LENGTH:
             r = await self.fe.mover.move(s.cli, srv, req.framing.length, policy)
         else:
@@ -543,7 +540,7 @@ class Stream:
                     head = heads.head_of(first)
                     first = None
                 else:
-                    head = await heads.read_head(self.fe.mover, lease.sock, self.fe.bufsize,
+                    head = await heads.read_head(self.fe.mover, lease.sock, self.route.bufsize,
                                                  s.t_server, s.t_server)
             except TimeoutError:
                 # nothing was sent to the client yet, even after a partial head
@@ -581,6 +578,19 @@ class Stream:
                 self.interim.append(resp.status)
             except (OSError, TimeoutError):
                 raise _Failed(None, Termination(Cause.CLIENT_ABORT, H), 0) from None
+
+
+def tunnel_termination(up: Result, down: Result) -> Termination:
+    """The termination state of a tunnel (tcp mode, or after a 101) from the results of its
+    two directions: a timeout or an error of either side ends it in the data phase ("cD",
+    "sD", "CD", "SD"); both sides closing is a normal end."""
+    for r, who in ((up, _CLIENT_END), (down, _SERVER_END)):
+        if r.end in _TUNNEL_FAILURES:
+            return Termination(who[r.end], Phase.DATA)
+    return NORMAL
+
+
+_TUNNEL_FAILURES = frozenset({End.SRC_TIMEOUT, End.SRC_ERROR, End.DST_TIMEOUT, End.DST_ERROR})
 
 
 def record_termination(t: Termination, fe, be, srv) -> None:
