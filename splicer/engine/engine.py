@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
@@ -22,6 +23,8 @@ from typing import NamedTuple
 from splicer.engine import binding
 from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats
 from splicer.errors import EngineBusy, EngineError
+
+log = logging.getLogger("splicer")
 
 
 class JobEnd(Enum):
@@ -138,6 +141,9 @@ def ms(seconds: float | None) -> int:
 
 _MS: dict[float, int] = {}
 
+_UNCLAIMED = object()
+"""In Engine._cbs: a chained job whose callback then() has not given yet."""
+
 
 class Engine:
     """One engine per worker process.
@@ -168,33 +174,105 @@ class Engine:
         self.chained: tuple[int, asyncio.Future] | None = None  # the last submit()'s chained job
         self._gen_next = 0
         self._futs: dict[int, asyncio.Future] = {}
+        self._cbs: dict[int, object] = {}  # job id -> callable(Completion), or _UNCLAIMED
+        self._early: dict[int, Completion] = {}  # completions of chained jobs not claimed yet
         self._next = 1
         self._closed = False
         self._wake_due = False  # a wake of the engine is scheduled for this loop iteration
         loop.add_reader(self._h.eventfd, self._on_eventfd)
 
     def _on_eventfd(self) -> None:
-        futs, outs, free_out = self._futs, self._outs, self._free_out
+        futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
         for job_id, fwd, rev, res, how, side, phase, head, info in self._h.reap():
             if outs:
                 b = outs.pop(job_id, None)
                 if b is not None:
                     free_out.append(b)  # the job is over: its out buffer is free again
+            cb = cbs.pop(job_id, None)
+            if cb is not None:
+                c = Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
+                               bool(info))
+                if cb is _UNCLAIMED:
+                    self._early[job_id] = c  # a chained job's: then() takes it
+                    continue
+                try:
+                    cb(c)
+                except Exception:  # a bug in a callback must not lose the other completions
+                    log.exception("engine completion callback failed")
+                continue
             fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
                                           _PHASES[phase], head, bool(info)))
 
+    def then(self, job: tuple, done) -> None:
+        """Call `done(Completion)` when the job of the pair `job` = (id, future or None)
+        completes, at once if it has: a chained job of a submit() with `done=` (future
+        None), or any job whose future nobody awaits (the future is dropped)."""
+        c = self._claim(job)
+        if c is not None:
+            done(c)
+        else:
+            self._cbs[job[0]] = done
+
+    def _claim(self, job: tuple) -> Completion | None:
+        """Move the job of the pair `job` from the future form to the callback form: its
+        completion if it is known already (then the job is over), else None."""
+        job_id, fut = job
+        c = self._early.pop(job_id, None)
+        if c is not None:
+            return c
+        if fut is not None:
+            if fut.done():
+                if fut.cancelled() or fut.exception() is not None:
+                    return Completion(JobEnd.CANCELLED, 0, 0, errno.ECANCELED, "dst")
+                return fut.result()
+            if self._futs.pop(job_id, None) is fut:
+                self._cbs[job_id] = _UNCLAIMED  # in flight: its completion goes to _cbs now
+        return None
+
+    def cancel(self, job: tuple, done) -> None:
+        """Stop the job of the pair `job` = (id, future or None), in callback, unclaimed
+        chained or future form; `done(Completion)` is called instead of its callback once
+        the engine has let go of its fds (at once when it already had, or when the job is
+        unknown)."""
+        c = self._claim(job)
+        job_id = job[0]
+        if c is None and job_id not in self._cbs:
+            c = Completion(JobEnd.CANCELLED, 0, 0, errno.ECANCELED, "dst")  # over and reaped, or unknown
+        if c is not None:
+            done(c)
+            return
+        self._cbs[job_id] = done
+        if self._closed:
+            self._cbs.pop(job_id, None)
+            done(Completion(JobEnd.CANCELLED, 0, 0, errno.ECANCELED, "dst"))
+            return
+        if not self._h.cancel(job_id):  # the queue is full: reap, then try again soon
+            self._on_eventfd()
+            if job_id in self._cbs:
+                self.loop.call_later(0.001, self._retry_cancel, job_id)
+
+    def _retry_cancel(self, job_id: int) -> None:
+        if job_id in self._cbs and not self._closed and not self._h.cancel(job_id):
+            self._on_eventfd()
+            if job_id in self._cbs:
+                self.loop.call_later(0.001, self._retry_cancel, job_id)
+
     def submit(self, src_fd: int, dst_fd: int, max_bytes: int, flags: int, src_idle_ms: int = 0,
                dst_idle_ms: int = 0, out: bytes | None = None, head_fd: int = -1, head_first_ms: int = 0,
                head_ms: int = 0, head_limit: int = 0, src_gen: int = 0,
-               dst_gen: int = 0) -> tuple[int, asyncio.Future]:
+               dst_gen: int = 0, done=None) -> tuple[int, asyncio.Future | None]:
         """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
         times in ms; generations from gen()) and return (job id, future of its Completion);
         give both to wait(). The engine is woken once per loop iteration, for every job
         queued in it. With binding.JOB_THEN_HEAD in `flags`, the job goes on as the head job
         of the id after its own (head_* describe that head, read from dst_fd): its
         (id, future) pair is self.chained, to be given to wait() or abandon().
+
+        With `done` (a callable), no future is made: done(Completion) is called from the
+        reap of the completion (the future in the pair is None); a chained job's completion
+        then waits for then() (or cancel()).
 
         Raises:
             EngineBusy: maxjobs in flight, or no out buffer free.
@@ -227,6 +305,12 @@ class Engine:
             # one wake-up for every job submitted in this loop iteration
             self._wake_due = True
             self.loop.call_soon(self._wake)
+        if done is not None:
+            self._cbs[job_id] = done
+            if chained:
+                self._cbs[job_id + 1] = _UNCLAIMED
+                self.chained = (job_id + 1, None)
+            return job_id, None
         fut = self.loop.create_future()
         self._futs[job_id] = fut
         if chained:
@@ -350,3 +434,10 @@ class Engine:
             if not fut.done():
                 fut.set_exception(OSError(errno.ECANCELED, "engine closed"))
         self._futs.clear()
+        cbs, self._cbs = self._cbs, {}
+        for cb in cbs.values():
+            if cb is not _UNCLAIMED:
+                try:
+                    cb(Completion(JobEnd.CANCELLED, 0, 0, errno.ECANCELED, "dst"))
+                except Exception:
+                    log.exception("engine completion callback failed")

@@ -148,8 +148,25 @@ class Backend:
         return any(k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0
                    for k in range(len(self.servers)))
 
+    def pick_now(self) -> int | None:
+        """A server index with a free slot, taken, if the balancer has one at once (no queue:
+        None when every server is full or down). Give it to idle_lease(), then to
+        acquire(picked=) when it had no idle connection."""
+        i = self.balancer.pick(())
+        if i is not None:
+            self.balancer.take_conn(i)
+        return i
+
+    def idle_lease(self, i: int) -> Lease | None:
+        """A Lease of an idle live connection to server `i` (its slot taken by pick_now()),
+        or None when it has none."""
+        srv = self.servers[i]
+        sock = srv.idle.get(self.loop.time())
+        return None if sock is None else Lease(srv, sock, True)
+
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
-                      left: int | None = None, only: int | None = None) -> Lease:
+                      left: int | None = None, only: int | None = None,
+                      picked: int | None = None) -> Lease:
         """Lend a connection to a server of this backend, retrying failed connects as
         http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
@@ -159,6 +176,8 @@ class Backend:
             left: retries the request may still use (None: `retries`); Lease.failures tells
                 how many failed connects used some.
             only: the index of the one server to use (a retry to the same server).
+            picked: a server whose slot pick_now() took already (its idle connections
+                were looked at: a new one is opened).
 
         Returns:
             A Lease; give it back with release().
@@ -170,11 +189,15 @@ class Backend:
         if left is None:
             left = self.policy.retries
         everyone = set(range(len(self.servers)))
-        i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid))
+        look_idle = allow_reuse and picked is None  # pick_now()'s caller looked already
+        if picked is not None:
+            i = picked
+        else:
+            i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid))
         used = 0
         while True:
             srv = self.servers[i]
-            if allow_reuse:
+            if look_idle:
                 sock = srv.idle.get(self.loop.time())
                 if sock is not None:
                     return Lease(srv, sock, True)
@@ -192,6 +215,7 @@ class Backend:
                     raise NoServerAvailable(f"backend '{self.name}': no server reachable",
                                             "sC" if isinstance(exc, TimeoutError) else "SC") from None
                 used += 1
+                look_idle = allow_reuse
                 self.counters.wretr += 1
                 srv.counters.wretr += 1
                 if verdict.elsewhere:

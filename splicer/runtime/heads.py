@@ -143,3 +143,73 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
     if c.phase is Phase.SEND:
         return False, Result(End.DST_ERROR), pending
     return True, result_of(c, copy), pending
+
+
+# -- the same jobs with a callback instead of a future (the stream's fast path) -----------
+
+def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
+                               limit: int, first_timeout: float | None, timeout: float | None,
+                               done) -> bool:
+    """send_then_read_head() as a job whose Completion goes to `done(c)` from the engine's
+    reap. False when the engine did not take it (nothing was sent)."""
+    engine = mover.engine
+    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
+        return False
+    fd = sock.fileno()
+    try:
+        engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
+                      dst_gen=engine.gen(sock), done=done)
+    except (EngineBusy, EngineError):
+        return False
+    return True
+
+
+def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
+                          splice: bool, next_head: tuple | None, done) -> int | None:
+    """send_with_body() as a job whose Completion goes to `done(c)` from the engine's reap
+    (body_of() reads it). Returns None when the engine did not take it (nothing was sent),
+    else the id of the chained next-head job with `next_head` (Engine.then() claims its
+    completion, Engine.cancel() stops it) or 0."""
+    engine = mover.engine
+    if engine is None or len(head) > engine.bufsize or (chunked and not splice):
+        return None
+    flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if not splice and not chunked else 0)
+    first = whole = limit = 0
+    if next_head is not None:
+        flags |= JOB_THEN_HEAD
+        first, whole, limit = ms(next_head[0]), ms(next_head[1]), next_head[2]
+    try:
+        engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
+                      ms(src.timeout), ms(dst.timeout), head, -1, first, whole, limit,
+                      src_gen=engine.gen(src.sock), dst_gen=engine.gen(dst.sock), done=done)
+    except (EngineBusy, EngineError):
+        return None
+    return engine.chained[0] if next_head is not None else 0
+
+
+def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
+    """What a send_with_body job's completion says: (sent, result) as send_with_body()
+    returns them, or NOT_TAKEN when it ended NOPIPE (nothing was sent; its chained job, if
+    any, ended CANCELLED with it)."""
+    if c.end is JobEnd.NOPIPE:
+        return NOT_TAKEN
+    if c.phase is Phase.SEND:
+        return False, Result(End.DST_ERROR)
+    return True, result_of(c, copied)
+
+
+def submit_read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout: float | None,
+                     timeout: float | None, skip_empty_lines: bool, done) -> int | None:
+    """read_head() as a job whose Completion goes to `done(c)` from the engine's reap
+    (head_of() reads it). Returns the job id, or None when the engine did not take it."""
+    engine = mover.engine
+    if engine is None or limit > engine.bufsize:
+        return None
+    fd = sock.fileno()
+    try:
+        job_id, _ = engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
+                                  head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
+                                  src_gen=engine.gen(sock), done=done)
+    except EngineBusy:
+        return None
+    return job_id

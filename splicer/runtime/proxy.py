@@ -60,6 +60,7 @@ class FrontendRT:
         g = proxy.config.global_
         self.maxconn = model.maxconn or g.maxconn
         self.route = route_of(g, model, backend.model)  # what its streams read, merged once
+        self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
         self.paused = False
@@ -110,20 +111,24 @@ class FrontendRT:
             self.active += 1
             self.proxy.active += 1
             self.counters.stot += 1
-            task = self.loop.create_task(self._session(sock, peer))
+            if self.http:
+                HttpSession(self, sock, peer).start()  # it calls session_ended() at its end
+                continue
+            task = self.loop.create_task(self._session(sock))
             self.proxy.tasks.add(task)
             task.add_done_callback(self.proxy.tasks.discard)
 
-    async def _session(self, sock: socket.socket, peer) -> None:
+    def session_ended(self) -> None:
+        """A client connection of this frontend was closed: count it out, accept again."""
+        self.active -= 1
+        self.proxy.active -= 1
+        self.proxy.resume_if_room()
+
+    async def _session(self, sock: socket.socket) -> None:
         try:
-            if self.model.mode == "http":
-                await HttpSession(self, sock, peer).run()
-            else:
-                await self._tcp_session(sock)
+            await self._tcp_session(sock)
         finally:
-            self.active -= 1
-            self.proxy.active -= 1
-            self.proxy.resume_if_room()
+            self.session_ended()
 
     async def _tcp_session(self, sock: socket.socket) -> None:
         """`mode tcp`: balance the connection to a server and tunnel both ways until EOF."""

@@ -9,7 +9,7 @@ stream ends the session:
      next head. Parse it with h11 (http/h1.py); a bad head gets its 4xx and the session
      ends, as does a stream that says so.
   2. When the session ends with bytes from the client still unread (a request pipelined
-     behind a close), stop writing and drain them before closing (_linger), so the close
+     behind a close), stop writing and drain them before closing (_drain), so the close
      is a FIN, not a reset that would destroy the last response.
 Every stream, the ones refused while reading their head included, ends with a Termination,
 counted by Stream.record() / stream.record_termination(); nothing here raises past run().
@@ -26,6 +26,7 @@ from splicer.http.errorpages import error_response
 from splicer.http.h1 import HeadError, head_complete, parse_request
 from splicer.http.rules import StreamInfo
 from splicer.http.termination import Cause, Phase, Termination
+from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
 from splicer.runtime.stream import Stream, record_termination
 from splicer.runtime.transfer import Side
@@ -66,57 +67,150 @@ class HttpSession:
         self.t_server = route.t_server
         self.cli = Side(sock, self.t_client)
         self._reset = False         # the client connection is to end with a reset
+        self._closing = False
+        self._job = None            # (id, future or None) of the engine job reading the next head
         self.next_head = None  # (id, future) of the engine job reading the next request head
 
-    async def run(self) -> None:
-        """Serve streams until one of them ends the session; always closes the client socket."""
+    # -- the session's life: engine callbacks, and a task only while one is needed ----------
+
+    def start(self) -> None:
+        """Serve the connection: wait for its first request head (an engine job whose
+        completion calls back). The session owns the socket from now on and closes it."""
+        self._wait_head(True)
+
+    def _wait_head(self, first: bool) -> None:
+        """Arrange for the next request head to reach _on_head(): the job that sent the last
+        response reads it already (next_head), or a head job is submitted; when the engine
+        cannot take one, a task reads it on the loop."""
+        pending, self.next_head = self.next_head, None
+        engine = self.fe.mover.engine
+        if pending is not None:
+            self._job = pending
+            engine.then(pending, self._on_head)
+            return
+        job = heads.submit_read_head(self.fe.mover, self.sock, self.route.bufsize,
+                                     self.t_request if first else self.t_keepalive, self.t_request,
+                                     True, self._on_head)
+        if job is None:
+            self.spawn(self._stream(first))
+        else:
+            self._job = (job, None)
+
+    def _on_head(self, c: Completion) -> None:
+        """Engine callback: a request head is in (or the client left, or timed out)."""
+        self._job = None
+        head = c.head
+        if c.end is JobEnd.DONE and head and head_complete(head):
+            try:
+                req = parse_request(head, self.route.maxhdr)
+            except HeadError:
+                self.spawn(self._stream(False, c))  # refused on the slow path (4xx page)
+                return
+            self.fe.counters.req_tot += 1
+            self.be.counters.req_tot += 1
+            stream = Stream(self, req, head)
+            if not stream.start_fast():
+                self.spawn(self._run_stream(stream))
+            return
+        if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
+            self.close()  # closed between requests (or the engine stopped): no stream at all
+            return
+        self.spawn(self._stream(False, c))  # a timeout, a partial or oversized head
+
+    def stream_over(self, keep: bool, pending) -> None:
+        """A fast-path stream ended: wait for the next request (`pending`: the job that reads
+        it, or None), or end the session."""
+        self.next_head = pending
+        if keep:
+            self._wait_head(False)
+        elif not self._reset and self._unread():
+            self.spawn(self._drain())
+        else:
+            self.close()
+
+    def spawn(self, work) -> None:
+        """Run the coroutine `work` (True: the session goes on) as the session's task."""
+        task = self.loop.create_task(self._task(work))
+        tasks = self.fe.proxy.tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _task(self, work) -> None:
+        keep = False
         try:
-            first = True
-            while await self._stream(first):
-                first = False
-            if not self._reset:
-                await self._linger()
+            keep = await work
+            if not keep and not self._reset and self._unread():
+                await self._drain()
         except asyncio.CancelledError:
             # a hard stop: whatever was under way must not look complete to the client
+            keep = False
             self.abort_client(reset=True)
             raise
         except Exception:  # a bug: log it, never let it kill the worker
+            keep = False
             log.exception("session from %s failed", self.client_ip)
             self.abort_client(reset=True)
         finally:
-            if self.next_head is not None:  # the engine must let go of the socket first
-                pending, self.next_head = self.next_head, None
-                await self.fe.mover.engine.abandon(*pending)
-            io.forget(self.sock)
-            self.sock.close()
+            if keep:
+                self._wait_head(False)  # idle again: no task until the next head is in
+            else:
+                self.close()
+
+    async def _run_stream(self, stream: Stream) -> bool:
+        try:
+            return await stream.run()
+        finally:
+            stream.record()
+
+    def close(self) -> None:
+        """End the session: the engine lets go of the socket first (a head job is stopped),
+        then it is closed and the frontend counts one session less."""
+        if self._closing:
+            return
+        self._closing = True
+        job = self.next_head if self.next_head is not None else self._job
+        self.next_head = self._job = None
+        if job is not None:
+            self.fe.mover.engine.cancel(job, self._closed)
+        else:
+            self._closed(None)
+
+    def _closed(self, _c) -> None:
+        io.forget(self.sock)
+        self.sock.close()
+        self.fe.session_ended()
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _linger(self) -> None:
+    def _unread(self) -> bool:
+        """True when the client has sent bytes that nobody read (one peek): closing now
+        would send a reset (see _drain)."""
+        try:
+            return bool(self.sock.recv(1, socket.MSG_PEEK))
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing pending: a plain close sends a FIN
+        except OSError:
+            return False
+
+    async def _drain(self) -> bool:
         """Close in stages (RFC 9112 section 9.6) when the client still has bytes for us,
         such as a request pipelined behind one that ended the connection: closing with
         unread bytes makes the kernel send a reset, which can destroy the response before
         the client reads it. So stop writing, and read and drop until the client closes,
-        for up to LINGER seconds. The common case (nothing pending) costs one peek."""
-        try:
-            if not self.sock.recv(1, socket.MSG_PEEK):
-                return  # the client closed already
-        except (BlockingIOError, InterruptedError):
-            return  # nothing pending: a plain close sends a FIN
-        except OSError:
-            return
+        for up to LINGER seconds. Returns False: the session ends."""
         try:
             self.sock.shutdown(socket.SHUT_WR)
         except OSError:
-            return
+            return False
         buf = bytearray(65536)
         deadline = self.loop.time() + LINGER
         while (left := deadline - self.loop.time()) > 0:
             try:
                 if await io.recv_into(self.loop, self.sock, buf, left) == 0:
-                    return
+                    return False
             except (OSError, TimeoutError):
-                return
+                return False
+        return False
 
     async def reply_error(self, status: int) -> int:
         """Send an error page, then close gracefully: stop writing and drain what the client
@@ -160,12 +254,15 @@ class HttpSession:
 
     # -- one stream ----------------------------------------------------------------------
 
-    async def _stream(self, first: bool) -> bool:
-        """Read a request head and serve its stream; True when the session may go on."""
+    async def _stream(self, first: bool, ready: Completion | None = None) -> bool:
+        """Read a request head (`ready`: the completion of the job that read it) and serve
+        its stream; True when the session may go on."""
         fe = self.fe
         try:
             pending = self.next_head
-            if pending is not None:
+            if ready is not None:
+                head = heads.head_of(ready)
+            elif pending is not None:
                 # read by the job that sent the last response (heads.send_with_body)
                 self.next_head = None
                 head = heads.head_of(await fe.mover.engine.wait(*pending))
@@ -194,11 +291,7 @@ class HttpSession:
             return False
         fe.counters.req_tot += 1
         self.be.counters.req_tot += 1
-        stream = Stream(self, req, head)
-        try:
-            return await stream.run()
-        finally:
-            stream.record()
+        return await self._run_stream(Stream(self, req, head))
 
     def client_gone(self) -> bool:
         """True when the client has closed (end of stream or reset pending), without

@@ -23,7 +23,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING
 
-from splicer.engine.engine import Completion, Phase as JobPhase
+from splicer.engine.engine import Completion, JobEnd, Phase as JobPhase
 from splicer.errors import NoServerAvailable
 from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
@@ -89,7 +89,8 @@ class Stream:
 
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
-                 "_replayable", "_left")
+                 "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
+                 "_chained")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -113,6 +114,12 @@ class Stream:
         self._resp_raw = b""      # the bytes of the final response head being relayed
         self._replayable = False
         self._left = 0            # retries left for the attempt under way
+        self._out_head = b""      # the forwarded request head (prepare())
+        self._allow_reuse = False
+        self._picked = None       # a server whose slot the fast path took for the slow one
+        self._lease = None        # the fast path's server connection
+        self._fast = None         # the fast path's response under way
+        self._chained = 0         # the fast path's chained next-head job
 
     # -- outcome ---------------------------------------------------------------------------
 
@@ -151,13 +158,9 @@ class Stream:
 
     async def run(self) -> bool:
         """Forward the request and relay its response; True when the session may go on."""
-        be, req, raw, route = self.be, self.req, self.raw, self.route
-        s = self.s
-        fwd = None
-        if route.forwarded:
-            fwd = (route.forwarded, s.client_ip, s.local_ip)
+        req = self.req
         early = None
-        if req.framing.kind is BodyKind.LENGTH and route.http_buffer_request:
+        if req.framing.kind is BodyKind.LENGTH and self.route.http_buffer_request:
             self.phase = Phase.REQUEST
             early = await self._buffer_body()
             if early is None:
@@ -168,52 +171,81 @@ class Stream:
                 # splicer answered the 100-continue itself: the expectation is met and is
                 # not forwarded, so the client never gets a second 100 (haproxy does the same)
                 req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
+        self.prepare(early)
+        return await self.attempts()
+
+    def prepare(self, early: bytes | None = None) -> None:
+        """Build the forwarded request head (with the buffered body bytes `early`, if any)
+        and decide what the request allows: reuse of an idle connection, a replay."""
+        req, route, s = self.req, self.route, self.s
+        fwd = None
+        if route.forwarded:
+            fwd = (route.forwarded, s.client_ip, s.local_ip)
         xff = s.client_ip if route.forwardfor else None
         if early is None and not route.request_rules:
-            out_head = forwarded_request(raw, req, xff, fwd)  # memoized: no rule reads the stream
+            out_head = forwarded_request(self.raw, req, xff, fwd)  # memoized: no rule reads the stream
         else:
             out_head = forward_request_head(req, xff, fwd, route.request_rules, self.info)
         if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
+        self._out_head = out_head
         # Only an idempotent request without a body goes on a reused connection: if the server
         # closed that connection meanwhile, such a request alone may be sent again (RFC 9110
         # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
-        allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
-                       and req.upgrade is None)
+        self._allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
+                             and req.upgrade is None)
         # a request held whole (no body left in the client socket) of an idempotent method
         # may be sent again (http/retry.py)
         self._replayable = (req.method in IDEMPOTENT and req.upgrade is None
                             and (req.framing.kind is BodyKind.NONE
                                  or (req.framing.kind is BodyKind.LENGTH and req.framing.length == 0)))
+
+    async def attempts(self, lease: Lease | None = None, first: Completion | None = None) -> bool:
+        """Make the attempts of the prepared request until one gets a response relayed or
+        the retries are over (http/retry.py decides); True when the session may go on.
+
+        Args:
+            lease, first: the fast path's attempt under way: the request was sent on
+                `lease` and `first` is the completion of the job that read the response
+                head (None: start with a server connection from the backend).
+        """
+        be = self.be
+        out_head = self._out_head
+        allow_reuse = self._allow_reuse
         left = be.policy.retries  # retries this request may still use (haproxy `retries`)
         avoid: set[int] = set()
         only = None
         failed = None  # the server whose failed attempt made this one a retry
         while True:
-            self.phase = Phase.QUEUE
-            try:
-                lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only)
-            except NoServerAvailable as exc:
-                log.warning("%s", exc)
-                self.end(*Termination.parse(exc.termination))
-                await self.reply_error(503)
-                return False
-            left -= lease.failures
-            self.retries += lease.failures
-            self.server = lease.server
-            if failed is not None and lease.server is not failed:
-                be.counters.wredis += 1
-                failed.counters.wredis += 1
-            failed = None
-            if lease.reused:
-                be.counters.reused += 1
-                lease.server.counters.reused += 1
-            lease.server.counters.req_tot += 1
+            if lease is None:
+                self.phase = Phase.QUEUE
+                picked, self._picked = self._picked, None
+                try:
+                    lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only,
+                                             picked=picked)
+                except NoServerAvailable as exc:
+                    log.warning("%s", exc)
+                    self.end(*Termination.parse(exc.termination))
+                    await self.reply_error(503)
+                    return False
+                self._leased(lease)
+                left -= lease.failures
+                if failed is not None and lease.server is not failed:
+                    be.counters.wredis += 1
+                    failed.counters.wredis += 1
+                failed = None
             reusable = False
             self._left = left
             try:
-                keep, reusable = await self._exchange(out_head, lease)
+                if first is not None:
+                    self.phase = Phase.HEADERS
+                    c, first = first, None
+                    if c.phase is JobPhase.SEND:
+                        raise self._send_failed(lease)
+                    keep, reusable = await self._relay_response(Side(lease.sock, self.s.t_server), lease, None, c)
+                else:
+                    keep, reusable = await self._exchange(out_head, lease)
             except _Failed as f:
                 verdict = self._verdict(f, left, lease)
                 if not verdict.again:
@@ -236,7 +268,135 @@ class Stream:
                 # always given back, whatever happened (a bug, a cancellation): a lease
                 # never released would hold a server slot (maxconn) forever
                 be.release(lease, reusable)
+                lease = None
             return keep
+
+    def _leased(self, lease: Lease) -> None:
+        """Count a server connection lent to this stream."""
+        self.retries += lease.failures
+        self.server = lease.server
+        if lease.reused:
+            self.be.counters.reused += 1
+            lease.server.counters.reused += 1
+        lease.server.counters.req_tot += 1
+
+    # -- the fast path: callbacks from the engine's reap, no task ---------------------------
+
+    def start_fast(self) -> bool:
+        """Start the stream on the fast path when it can take it: a request without a body
+        on an idle server connection, sent and answered by engine jobs whose completions
+        call back (no task, no future). False: run() it (a slow-path task) instead; a
+        server slot may then be held for it (self._picked)."""
+        req, be = self.req, self.be
+        if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
+                or self.route.abortonclose):
+            return False
+        i = be.pick_now()
+        if i is None:
+            return False  # every server full or down: the slow path queues or answers 503
+        lease = be.idle_lease(i)
+        if lease is None:
+            self._picked = i  # its slot is taken: the slow path opens a connection to it
+            return False
+        self.prepare()
+        route, s = self.route, self.s
+        self.phase = Phase.HEADERS
+        self._lease = lease
+        self._leased(lease)
+        if not heads.submit_send_then_read_head(self.fe.mover, lease.sock, self._out_head, s.t_server,
+                                                route.bufsize, s.t_server, s.t_server, self._on_response_head):
+            be.release(lease, True)  # nothing was sent on it
+            self._lease = None
+            self.server = None
+            lease.server.counters.req_tot -= 1
+            if lease.reused:
+                be.counters.reused -= 1
+                lease.server.counters.reused -= 1
+            return False
+        return True
+
+    def _slow(self, first: Completion) -> None:
+        """Go on from the response head's completion `first` on the slow path (a task)."""
+        lease, self._lease = self._lease, None
+        self.s.spawn(self._rest(lease, first))
+
+    async def _rest(self, lease: Lease, first: Completion) -> bool:
+        try:
+            return await self.attempts(lease, first)
+        finally:
+            self.record()
+
+    def _on_response_head(self, c: Completion) -> None:
+        """Engine callback: the request went out and the response head is in (or not)."""
+        head = c.head
+        if c.end is not JobEnd.DONE or not head or not head_complete(head):
+            return self._slow(c)  # no head (retries, 502, 504): the slow path decides
+        req, route = self.req, self.route
+        try:
+            resp = parse_response(head, req.method, False)
+        except HeadError:
+            return self._slow(c)
+        status = resp.status
+        fr = resp.framing
+        if (status < 200 or status in self.be.policy.retry_on or fr.kind is BodyKind.CLOSE
+                or (fr.kind is BodyKind.CHUNKED and (req.version == b"1.0"
+                                                     or not route.splice_response.wants(None)))):
+            return self._slow(c)  # 1xx, retry-on, close-delimited or de-chunked bodies
+        self._resp_raw = head
+        cli_keep = req.keep_alive
+        if not route.response_rules:
+            out = forwarded_response(head, resp, req, cli_keep)  # memoized
+        else:
+            out = forward_response_head(resp, req.version, cli_keep, route.response_rules, self.info, req)
+        s = self.s
+        lease = self._lease
+        policy = route.splice_response
+        if fr.kind is BodyKind.LENGTH:
+            count, chunked, splice = fr.length, False, policy.wants(fr.length)
+        elif fr.kind is BodyKind.CHUNKED:
+            count, chunked, splice = None, True, True
+        else:
+            count, chunked, splice = 0, False, False
+        nxt = (s.t_keepalive, s.t_request, route.bufsize) if cli_keep else None
+        self.phase = Phase.DATA
+        self._fast = (c, resp, len(out), not splice and not chunked, cli_keep)
+        chained = heads.submit_send_with_body(self.fe.mover, Side(lease.sock, s.t_server), s.cli, out, count,
+                                              chunked, splice, nxt, self._on_response_sent)
+        if chained is None:
+            self.phase = Phase.HEADERS
+            return self._slow(c)
+        self._chained = chained
+
+    def _on_response_sent(self, c: Completion) -> None:
+        """Engine callback: the response head and body went to the client (or not)."""
+        first, resp, head_len, copied, cli_keep = self._fast
+        self._fast = None
+        chained, self._chained = self._chained, 0
+        taken = heads.body_of(c, copied)
+        s, be = self.s, self.be
+        if taken is None:  # no pipe: nothing was sent; the slow path copies instead
+            if chained:
+                self.fe.mover.engine.cancel((chained, None), _ignore)
+            self.phase = Phase.HEADERS
+            return self._slow(first)
+        lease, self._lease = self._lease, None
+        sent, r = taken
+        keep = False
+        if not sent:
+            self.end(Cause.CLIENT_ABORT)
+        else:
+            self.head_out += head_len
+            self.status = resp.status
+            self.down = r
+            if r.end is End.DONE:
+                keep = cli_keep
+            else:
+                self.end(_SERVER_END[r.end])
+                s.abort_client(reset=False)  # a counted or chunked body: the FIN shows it short
+        ok = sent and r.end is End.DONE
+        be.release(lease, ok and resp.keep_alive)
+        self.record()
+        s.stream_over(keep, (chained, None) if chained else None)
 
     def _verdict(self, f: _Failed, left: int, lease: Lease) -> Retry:
         """http/retry.py's verdict on the failed attempt `f` on `lease`."""
@@ -361,7 +521,7 @@ class Stream:
         if early:
             # an error (or redirect) before the request body was all sent: the client
             # connection ends after this response, and the response says so (RFC 9112
-            # section 9.6); the session then closes in stages (session._linger), never with a
+            # section 9.6); the session then closes in stages (session._drain), never with a
             # reset under the response
             cli_keep = False
         if not self.route.response_rules:
@@ -608,6 +768,10 @@ def record_termination(t: Termination, fe, be, srv) -> None:
         for n in names:
             if (n == "ereq") == (c is fe):
                 setattr(c, n, getattr(c, n) + 1)
+
+
+def _ignore(c: Completion) -> None:
+    """A completion nobody needs (a chained job cancelled with its first)."""
 
 
 async def end_task(task) -> None:
