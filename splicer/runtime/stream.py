@@ -29,7 +29,7 @@ from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
                              forwarded_request, forwarded_response, head_complete, parse_response)
 from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
-from splicer.http.termination import NORMAL, Cause, Phase, Termination
+from splicer.http.termination import NORMAL, Cause, Phase, Termination, counted
 from splicer.runtime import heads, io
 from splicer.runtime.backend import Lease
 from splicer.runtime.transfer import End, Result, Side
@@ -59,6 +59,10 @@ _CLIENT_END = {End.SRC_EOF: Cause.CLIENT_ABORT, End.SRC_ERROR: Cause.CLIENT_ABOR
                End.DST_ERROR: Cause.SERVER_ABORT, End.DST_TIMEOUT: Cause.SERVER_TIMEOUT}
 """Who ended a request body (moved client -> server). A client whose chunked framing broke
 has aborted its own message, as haproxy counts it."""
+
+
+NO_BODY = Result(End.DONE)
+"""A stream's transfer before (or without) a body; shared, never changed."""
 
 
 class _Failed(Exception):
@@ -106,8 +110,8 @@ class Stream:
         self.retries = 0
         self.head_in = len(raw)   # bytes of heads (and buffered body) read from the client
         self.head_out = 0         # bytes of heads and error pages sent to the client
-        self.up = Result(End.DONE)    # the request body's transfer
-        self.down = Result(End.DONE)  # the response body's transfer
+        self.up = NO_BODY         # the request body's transfer (a Result)
+        self.down = NO_BODY       # the response body's transfer
         self.interim: list[int] = []  # 1xx statuses relayed to the client
         self.info = session.stream_info()
         self._answered = False    # a byte of a response (a 1xx) went to the client
@@ -137,16 +141,17 @@ class Stream:
         fe.bout += self.head_out + down.moved
         for st in self.interim:
             fe.count_status(st)
+        spliced, copied, status = up.spliced + down.spliced, up.copied + down.copied, self.status
         for c in (fe, be, srv):
             if c is None:
                 continue
             if c is not fe:
                 c.bin += up.moved
                 c.bout += down.moved
-            c.spliced += up.spliced + down.spliced
-            c.copied += up.copied + down.copied
-            if self.status:
-                c.count_status(self.status)
+            c.spliced += spliced
+            c.copied += copied
+            if status:
+                c.count_status(status)
         record_termination(self.term, fe, be, srv)
 
     async def reply_error(self, status: int) -> None:
@@ -650,7 +655,7 @@ class Stream:
         self.status = 101
         up, down = await run_tunnel(self.fe.mover, s.sock, lease.sock, self.route.t_tunnel,
                                     self.route.splice_request, self.route.splice_response)
-        self.up.add(up)
+        self.up = up
         self.down = down
         t = tunnel_termination(up, down)
         if not t.normal:
@@ -758,16 +763,23 @@ def record_termination(t: Termination, fe, be, srv) -> None:
     server counters given (None: not involved), and the error counters it implies
     (http/termination.py counted()): ereq on the frontend, the others on the backend and
     server, as in haproxy's stats columns."""
-    from splicer.http.termination import counted
-    code = str(t)
-    names = counted(t)
+    info = _TERM_INFO.get(t)
+    if info is None:
+        names = counted(t)
+        info = _TERM_INFO[t] = (str(t), tuple(n for n in names if n == "ereq"),
+                                tuple(n for n in names if n != "ereq"))
+    code, on_fe, on_be = info
     for c in (fe, be, srv):
         if c is None:
             continue
-        c.terms[code] = c.terms.get(code, 0) + 1
-        for n in names:
-            if (n == "ereq") == (c is fe):
-                setattr(c, n, getattr(c, n) + 1)
+        terms = c.terms
+        terms[code] = terms.get(code, 0) + 1
+        for n in (on_fe if c is fe else on_be):
+            setattr(c, n, getattr(c, n) + 1)
+
+
+_TERM_INFO: dict[Termination, tuple[str, tuple, tuple]] = {}
+"""record_termination()'s memo: (two letters, frontend counters, backend/server counters)."""
 
 
 def _ignore(c: Completion) -> None:
