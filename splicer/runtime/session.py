@@ -49,17 +49,16 @@ class HttpSession:
         peer: the client's address tuple.
     """
 
+    __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
+                 "t_server", "cli", "_reset", "_closing", "_job", "next_head")
+
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
         self.be = fe.backend
         self.loop = fe.loop
         self.sock = sock
-        self.client_ip = peer[0] if isinstance(peer, tuple) else "unknown"
-        self.client_port = peer[1] if isinstance(peer, tuple) else 0
-        try:
-            self.local_ip, self.local_port = sock.getsockname()[:2]
-        except OSError:
-            self.local_ip, self.local_port = "unknown", 0
+        self.peer = peer
+        self._local = None  # (address, port) of our end, looked up when first needed
         self.route = route = fe.route
         self.t_client = route.t_client
         self.t_request = route.t_request
@@ -70,6 +69,33 @@ class HttpSession:
         self._closing = False
         self._job = None            # (id, future or None) of the engine job reading the next head
         self.next_head = None  # (id, future) of the engine job reading the next request head
+
+    @property
+    def client_ip(self) -> str:
+        """The client's address ("unknown" on a unix socket)."""
+        return self.peer[0] if isinstance(self.peer, tuple) else "unknown"
+
+    @property
+    def client_port(self) -> int:
+        return self.peer[1] if isinstance(self.peer, tuple) else 0
+
+    def _our_end(self) -> tuple:
+        if self._local is None:
+            try:
+                name = self.sock.getsockname()
+            except OSError:
+                name = None
+            self._local = tuple(name[:2]) if isinstance(name, tuple) else ("unknown", 0)
+        return self._local
+
+    @property
+    def local_ip(self) -> str:
+        """The address the client connected to (getsockname, once)."""
+        return self._our_end()[0]
+
+    @property
+    def local_port(self) -> int:
+        return self._our_end()[1]
 
     # -- the session's life: engine callbacks, and a task only while one is needed ----------
 
