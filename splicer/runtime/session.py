@@ -12,7 +12,14 @@ stream ends the session:
      behind a close), stop writing and drain them before closing (_drain), so the close
      is a FIN, not a reset that would destroy the last response.
 Every stream, the ones refused while reading their head included, ends with a Termination,
-counted by Stream.record() / stream.record_termination(); nothing here raises past run().
+counted by Stream.record() / stream.record_termination().
+
+The session is driven by engine callbacks: each head arrives in _on_head(), and a stream the
+fast path can take (Stream.start_fast) completes through callbacks too. Only what has to
+wait for something else (a body, a retry, an error page, the loop's fallbacks) runs as a
+task of the session (spawn), which ends with its stream; an idle keep-alive connection holds
+no task. Nothing raises past the callbacks or the task: a bug is logged and the connection
+reset.
 """
 from __future__ import annotations
 
@@ -285,14 +292,9 @@ class HttpSession:
         its stream; True when the session may go on."""
         fe = self.fe
         try:
-            pending = self.next_head
             if ready is not None:
                 head = heads.head_of(ready)
-            elif pending is not None:
-                # read by the job that sent the last response (heads.send_with_body)
-                self.next_head = None
-                head = heads.head_of(await fe.mover.engine.wait(*pending))
-            else:
+            else:  # the engine could not take a head job: the loop reads it
                 head = await heads.read_head(fe.mover, self.sock, self.route.bufsize,
                                              self.t_request if first else self.t_keepalive, self.t_request,
                                              skip_empty_lines=True)
