@@ -118,19 +118,32 @@ def exchange(port: int, request: bytes, timeout: float = 10) -> bytes:
 
 
 def read_response(s: socket.socket) -> tuple[bytes, bytes]:
-    """One response with a Content-Length: (head, body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, "closed before the end of the head"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    """One response with a Content-Length: (head, body). Reads exactly that response (the
+    head's end is found with MSG_PEEK), so a response pipelined behind it stays in the
+    socket for the next call."""
+    head = b""
+    while True:
+        peek = s.recv(65536, socket.MSG_PEEK)
+        assert peek, "closed before the end of the head"
+        seen = head + peek
+        end = seen.find(b"\r\n\r\n")
+        take = len(peek) if end < 0 else end + 4 - len(head)
+        head += recv_exactly(s, take)
+        if end >= 0:
+            break
+    head = head[:-4]
     length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-    while len(body) < length:
-        chunk = s.recv(65536)
+    return head, recv_exactly(s, length)
+
+
+def recv_exactly(s: socket.socket, n: int) -> bytes:
+    """Exactly `n` bytes from `s` (fails if it closes first)."""
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
         assert chunk, "closed before the end of the body"
-        body += chunk
-    return head, body
+        got += chunk
+    return got
 
 
 class ThreadedServer:
