@@ -223,6 +223,8 @@ class Backend:
                 srv.counters.wretr += 1
                 if verdict.elsewhere:
                     avoid.add(i)
+                    if not self.others_usable(avoid):
+                        avoid = {i}  # every server failed once: round again, this one last
                     if self.others_usable(avoid):
                         i = await self._pick_other(avoid)
                         if i != srv.index:
