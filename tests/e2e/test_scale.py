@@ -247,8 +247,6 @@ def test_ten_thousand_keepalive_connections_exact_responses_no_fd_leak(nofile, o
     sp = start_splicer(CONFIG.format(n=N, port=port, origin=origin_port), ports=[port])
     worker = sp.worker_pids()[0]
     master = sp.proc.pid
-    # forked is not ready: the worker's loop and engine (and their fds) exist once it serves
-    settle(lambda: f"(pid {worker}) serving" in sp.log(), 10, "the worker serving", sp.log)
     t0 = time.monotonic()
     before = census(worker, port, origin_port)
     origin_before = census(origin_proc.pid, port, origin_port)
