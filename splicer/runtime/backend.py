@@ -9,7 +9,9 @@ redispatch` is set (on the same one otherwise, after haproxy's turn-around delay
 min(timeout connect, 1 s)).
 When every usable server is at its maxconn, the request waits in the backend queue for up
 to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
-connection back to the idle pool or closes it, and frees the server's slot.
+connection back to the idle pool or closes it, and frees the server's slot. While any pool
+holds a connection, a timer closes those idle past their pool's max_idle (haproxy purges
+idle connections on a task too): a quiet worker does not hold them forever.
 """
 from __future__ import annotations
 
@@ -96,6 +98,7 @@ class Backend:
         t = model.timeouts
         self.connect_timeout = t.connect
         self.queue_timeout = t.queue if t.queue is not None else t.connect
+        self._purge_timer: asyncio.TimerHandle | None = None
 
     async def _pick(self, avoid: set[int]) -> int:
         """A server index with a free slot, waiting in the queue while all are full."""
@@ -220,6 +223,8 @@ class Backend:
                 srv.counters.wretr += 1
                 if verdict.elsewhere:
                     avoid.add(i)
+                    if not self.others_usable(avoid):
+                        avoid = {i}  # every server failed once: round again, this one last
                     if self.others_usable(avoid):
                         i = await self._pick_other(avoid)
                         if i != srv.index:
@@ -241,13 +246,26 @@ class Backend:
         """Give a connection back: to the idle pool when `reusable`, else closed."""
         if reusable:
             lease.server.idle.put(lease.sock, self.loop.time())
+            if self._purge_timer is None:
+                self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
+                                                      self._purge)
         else:
             io.forget(lease.sock)
             lease.sock.close()
         self.balancer.drop_conn(lease.server.index)
         self._wake_queue()
 
+    def _purge(self) -> None:
+        """The purge timer: close the idle connections past their max_idle; again when the
+        next one is due, while any is left."""
+        now = self.loop.time()
+        due = [d for d in (s.idle.purge(now) for s in self.servers) if d is not None]
+        self._purge_timer = self.loop.call_at(min(due), self._purge) if due else None
+
     def close(self) -> None:
         """Close every idle server connection."""
+        if self._purge_timer is not None:
+            self._purge_timer.cancel()
+            self._purge_timer = None
         for s in self.servers:
             s.idle.close()

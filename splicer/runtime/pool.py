@@ -3,7 +3,9 @@
 A connection is put back only after a complete response whose framing allowed reuse. Before
 reuse it is checked with a non-blocking peek: a connection the server closed (EOF) or that
 has unexpected bytes pending is dropped. Connections idle for longer than `max_idle`
-seconds are closed (haproxy's pool-purge-delay, 5 s by default).
+seconds are closed (haproxy's pool-purge-delay, 5 s by default): on the way by get() and
+put(), and by purge(), which the backend runs on a timer so that a worker gone quiet lets
+go of them too.
 """
 from __future__ import annotations
 
@@ -60,6 +62,13 @@ class IdlePool:
             _close(self._idle.popleft()[0])
         while self._idle and now - self._idle[0][1] > self.max_idle:
             _close(self._idle.popleft()[0])
+
+    def purge(self, now: float) -> float | None:
+        """Close the connections idle for `max_idle` seconds or more; returns when the oldest
+        one left is due (loop time), None when none is left."""
+        while self._idle and now - self._idle[0][1] >= self.max_idle:
+            _close(self._idle.popleft()[0])
+        return self._idle[0][1] + self.max_idle if self._idle else None
 
     def close(self) -> None:
         """Close every idle connection."""

@@ -83,6 +83,11 @@ class SplicerProcess:
         while len(self.worker_pids()) < workers and self.proc.poll() is None:
             assert time.monotonic() < deadline, f"splicer started fewer than {workers} workers"
             time.sleep(0.01)
+        # and serving: a forked worker builds its loop and engine first (most of a second on
+        # a loaded machine), while connections wait in the backlog; timings start after it
+        while self.log().count(" serving on CPUs ") < workers and self.proc.poll() is None:
+            assert time.monotonic() < deadline, f"fewer than {workers} workers serving"
+            time.sleep(0.01)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -4,7 +4,9 @@ A kept-alive server connection may be closed by the server at any time while idl
 section 9.6). splicer must never fail a request that may be retried because of it: one
 closed while idle is dropped before use; one closed just as a request reaches it (the
 server read the request and closed without a byte of response) makes splicer send the
-idempotent request again on a new connection (RFC 9110 section 9.2.2).
+idempotent request again on a new connection (RFC 9110 section 9.2.2). And splicer closes a
+pooled connection once it has been idle for 5 s (haproxy's pool-purge-delay), even when no
+request comes by afterwards.
 """
 from __future__ import annotations
 
@@ -67,5 +69,30 @@ def test_server_closing_as_the_request_arrives_is_retried_on_a_new_connection(st
         st = sp.stats()["backends"]["farm"]
         assert (origin.conns, len(origin.requests)) == (3, 5)
         assert (st["stot"], st["reused"], st["eresp"]) == (3, 2, 0)
+    finally:
+        origin.close()
+
+
+def test_idle_server_connection_closed_after_purge_delay_without_traffic(start_splicer):
+    ended = []
+
+    class Origin(KeepAliveOrigin):
+        def _conn(self, c: socket.socket) -> None:
+            super()._conn(c)  # returns when splicer closes the connection
+            ended.append(time.monotonic())
+
+    origin = Origin(lambda conn_no, req_no, head: (RESP, False))
+    port = free_port()
+    start_splicer(http_config(port, [("o", origin.port)]), [port])
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            assert get(s) == b"HTTP/1.1 200 OK ok"
+        t = time.monotonic()
+        deadline = t + 8
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # pooled after the response, closed 5 s later by the purge timer; nothing else came
+        assert ended and 4.5 <= ended[0] - t <= 6.5, (ended, t)
+        assert origin.conns == 1
     finally:
         origin.close()
