@@ -184,3 +184,19 @@ def test_leastconn_nothing_usable_leaves_turn_unchanged():
     assert b.pick() == 0
     assert b.pick(avoid=[0, 1, 2]) is None
     assert b.pick() == 1
+
+
+# --- connection counting and tie order (mutation-testing gaps) ---------------------------------
+
+def test_drop_conn_releases_exactly_one_connection():
+    b = Balancer([1, 1])
+    b.take_conn(1)
+    b.take_conn(1)
+    b.drop_conn(1)
+    assert b.active == [0, 1]
+
+
+def test_leastconn_tie_goes_to_the_next_server_after_the_turn_not_before():
+    b = LeastConn([1, 1, 1])
+    assert b.pick(avoid={0}) == 1  # scanning from server 0's turn onwards: 1 comes before 2
+    assert b.pick(avoid={2}) == 0  # the turn is now 2 (avoided): 0 follows it
