@@ -139,3 +139,33 @@ def test_tokenize_collects_statements_and_every_error():
         (6, "unmatched single quote starting at column 5"),
     ]
     assert statements[1].words == ("maxconn", "10")
+
+
+# --- columns and edge positions (mutation-testing gaps) -----------------------------------------
+
+def test_a_word_starting_with_an_escape_starts_at_the_backslash():
+    assert tokenize_line(r"\#x y") == (Token("#x", 1, 1), Token("y", 1, 5))
+    assert tokenize_line(r"a \1") == (Token("a", 1, 1), Token("\\1", 1, 3))
+
+
+@pytest.mark.parametrize("line, column, message", [
+    ('x "$', 4, "invalid variable name after '$' at column 4"),
+    ('x "${', 4, "invalid variable name after '$' at column 4"),
+    ('x "$A', 3, "unmatched double quote starting at column 3"),
+    ('x "${A', 4, "unmatched '{' in variable at column 4"),
+    ('x "${A-b', 4, "unmatched '{' in variable at column 4"),
+    ('x "${.}"', 4, "unsupported variable '.' at column 4 (supported pseudo-variables: .LINE, .FILE)"),
+])
+def test_expansion_cut_short_by_the_end_of_the_line(line, column, message):
+    with pytest.raises(LexError) as exc:
+        tokenize_line(line, 1, {"A": "v"}, "site.cfg")
+    assert (exc.value.column, exc.value.msg, str(exc.value)) == (column, message, message)
+
+
+def test_default_value_ends_at_the_first_brace_after_the_name():
+    assert words('"}${UNSET-x}"') == ["}x"]
+    assert words('"${UNSET-a}}"') == ["a}"]
+
+
+def test_braced_name_is_read_from_its_first_character():
+    assert words('"${HOST}:${PORT}"') == ["10.0.0.1:8080"]

@@ -84,3 +84,15 @@ def test_config_package_imports_neither_asyncio_nor_socket():
             "print(sorted(m for m in ('asyncio', 'socket') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("data, line", [
+    (b"\n\xffglobal\n", 2),                        # a leading empty line counts
+    (b"global\n    maxconn 1\xff\n\n\n\n", 2),      # lines after the bad byte do not
+])
+def test_invalid_utf8_is_reported_at_the_line_of_the_bad_byte(tmp_path, data, line):
+    path = tmp_path / "site.cfg"
+    path.write_bytes(data)
+    with pytest.raises(ConfigErrors) as info:
+        load(str(path))
+    assert str(info.value) == f"{path}:{line}: invalid UTF-8 byte 0xff"
