@@ -174,3 +174,41 @@ def test_data_done_without_pending_data_raises_value_error():
 def test_chunk_size_above_int63_rejected_like_content_length():
     with pytest.raises(FramingError):
         ChunkedReader().feed_line(b"ffffffffffffffff\r\n")
+
+
+# --- exact messages and bounds (mutation-testing gaps) --------------------------------------------
+
+def error_of(*lines):
+    r = ChunkedReader()
+    with pytest.raises(FramingError) as exc:
+        for line in lines:
+            if r.need is Need.DATA:
+                r.data_done(r.data_left)
+            r.feed_line(line)
+    return str(exc.value)
+
+
+@pytest.mark.parametrize("lines, message", [
+    ((b"5\n",), "chunked line does not end with CRLF"),
+    ((b"5" * (MAX_LINE - 1) + b"\r\n",), "chunked line too long"),
+    ((b"5\x00\r\n",), "control character in a chunked line"),
+    ((b"zz\r\n",), "invalid chunk size"),
+    ((b"1X;ext\r\n",), "invalid chunk size"),
+    ((b"8000000000000000\r\n",), "chunk size too large"),
+    ((b"1\r\n", b"x\r\n"), "chunk data not followed by CRLF"),
+    ((b"0\r\n", b"bad trailer\r\n"), "invalid trailer field"),
+])
+def test_chunked_errors_are_exact(lines, message):
+    assert error_of(*lines) == message
+
+
+def test_trailer_section_too_large_message():
+    line = b"X: " + b"a" * 4000 + b"\r\n"
+    assert error_of(b"0\r\n", *[line] * 5) == "trailer section too large"
+
+
+def test_data_done_accepts_a_single_byte():
+    r = ChunkedReader()
+    r.feed_line(b"2\r\n")
+    r.data_done(1)
+    assert (r.need, r.data_left, r.total_data) == (Need.DATA, 1, 1)

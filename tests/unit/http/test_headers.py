@@ -86,3 +86,16 @@ def test_forwarded_rfc7239_parameters_in_order_with_ipv6_quoted():
     out = append_forwarded([(b"Host", b"a")], ("for", "proto", "by", "host"), "2001:db8::1", "10.0.0.1", b"a")
     assert out[-1] == (b"Forwarded", b'proto=http;host="a";by=10.0.0.1;for="[2001:db8::1]"')
     assert append_forwarded([], ("for",), "192.0.2.1", "x", None) == [(b"Forwarded", b"for=192.0.2.1")]
+
+
+def test_forwarded_host_loses_quotes_and_backslashes():
+    from splicer.http.headers import append_forwarded
+    assert append_forwarded([], ("host",), "192.0.2.1", "192.0.2.2", b'a"b\\c') == [(b"Forwarded", b'host="abc"')]
+
+
+def test_forwarded_without_any_parameter_to_send_adds_nothing():
+    from splicer.http.headers import append_forwarded
+    fields = [(b"Host", b"h")]
+    assert append_forwarded(fields, (), "192.0.2.1", "192.0.2.2", b"h") == fields
+    assert append_forwarded(fields, ("host",), "192.0.2.1", "192.0.2.2", None) == fields
+    assert append_forwarded(fields, ("host",), "192.0.2.1", "192.0.2.2", b"") == fields

@@ -89,3 +89,90 @@ def test_control_characters_are_refused_in_literals():
         parse_rule(["set-header", "A", "x\r\nInjected: 1"], "request")
     with pytest.raises(RuleError, match="ASCII"):
         parse_rule(["set-header", "A", "caf\u00e9"], "request")
+
+
+# --- exact values and messages (mutation-testing gaps) --------------------------------------------
+
+def rule_error(words, side="request"):
+    with pytest.raises(RuleError) as exc:
+        parse_rule(words, side)
+    return str(exc.value)
+
+
+def test_parse_rule_defaults_to_no_file_and_line_zero():
+    rule = parse_rule(["del-header", "X-A"], "request")
+    assert (rule.file, rule.line) == ("", 0)
+    assert parse_rule(["del-header", "X-A"], "request", "a.cfg", 3).file == "a.cfg"
+
+
+@pytest.mark.parametrize("words, message", [
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header)"),
+    (["deny"], "'http-request deny' is not supported (supported: set-header, add-header, del-header)"),
+    (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
+    (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
+                               " (quote a value that holds spaces)"),
+    (["set-header", "A"], "'http-request set-header' expects exactly 2 argument(s): set-header <name> <fmt>"),
+    (["add-header", "A", "b", "c", "if"], "'http-request add-header' expects exactly 2 argument(s): "
+                                          "add-header <name> <fmt> (quote a value that holds spaces)"),
+    (["set-header", "X\u00e9", "v"], "'X\u00e9' is not a valid field name (RFC 9110 section 5.1)"),
+    (["set-header", "Upgrade", "v"], "'Upgrade' cannot be rewritten: splicer writes the framing and "
+                                     "connection fields itself"),
+    (["set-header", "A", "x\x7fy"], "field values cannot hold control characters (CR, LF, NUL...)"),
+    (["set-header", "A", "%[]"], "unknown sample fetch '' (supported: src, src_port, dst, dst_port, fe_name, "
+                                 "be_name, method, path, query, url, status, req.hdr(<name>[,<occ>]), "
+                                 "res.hdr(<name>[,<occ>]), hdr(<name>[,<occ>]))"),
+    (["set-header", "A", "%[hdr(host]"], "'hdr' expects a field name: '%[hdr(<name>)]'"),
+    (["set-header", "A", "%zz"], "unknown log-format variable '%zz' (supported: %ci, %cp, %fi, %fp, %f, %b, "
+                                 "%HM, %HP, %HQ, %HU, %ST)"),
+])
+def test_rule_errors_are_exact(words, message):
+    assert rule_error(words) == message
+
+
+@pytest.mark.parametrize("value", ["a b", "a\tb", "~!"])
+def test_space_and_tab_and_visible_ascii_are_allowed_in_literals(value):
+    assert parse_rule(["set-header", "A", value], "request").value == (value.encode(),)
+
+
+def test_percent_percent_is_a_literal_percent():
+    assert run(["set-header X-A 100%%-%%%HM%%"], []) == [(b"X-A", b"100%-%GET%")]
+
+
+def test_literal_text_after_the_last_sample_is_kept_whole():
+    assert run(["add-header X-A <%[src]>-yz"], []) == [(b"X-A", b"<192.0.2.7>-yz")]
+
+
+def test_path_and_query_split_at_the_first_question_mark():
+    out = run(["set-header X-P %HP", "set-header X-Q %HQ"], [], msg=Message(b"GET", b"/a?b?c"))
+    assert out == [(b"X-P", b"/a"), (b"X-Q", b"b?c")]
+
+
+def test_query_of_a_target_without_question_mark_is_empty():
+    assert run(["set-header X-Q <%HQ>"], [], msg=Message(b"GET", b"/a")) == [(b"X-Q", b"<>")]
+
+
+def test_header_occurrence_zero_or_beyond_the_values_is_empty():
+    fields = [(b"X", b"a, b")]
+    assert run(["set-header Y <%[req.hdr(x,0)]><%[req.hdr(x,3)]><%[req.hdr(x,-3)]><%[req.hdr(x,2)]>"],
+               fields) == [(b"X", b"a, b"), (b"Y", b"<><><><b>")]
+
+
+def test_add_header_renders_its_samples_from_the_stream_the_message_and_the_fields():
+    assert run(["add-header X-A %ci|%HM|%[req.hdr(x)]"], [(b"X", b"1")]) == [
+        (b"X", b"1"), (b"X-A", b"192.0.2.7|GET|1")]
+
+
+def test_in_a_response_hdr_reads_the_response_and_req_hdr_the_request():
+    msg = Message(b"GET", b"/", 200, [(b"X", b"from-request")])
+    out = run(["set-header Y %[hdr(x)]/%[res.hdr(x)]/%[req.hdr(x)]"], [(b"X", b"from-response")], "response", msg)
+    assert out == [(b"X", b"from-response"), (b"Y", b"from-response/from-response/from-request")]
+
+
+def test_in_a_response_req_hdr_without_request_fields_is_empty():
+    out = run(["set-header Y <%[req.hdr(x)]>"], [(b"X", b"r")], "response", Message(b"GET", b"/", 200))
+    assert out == [(b"X", b"r"), (b"Y", b"<>")]
+
+
+def test_in_a_request_hdr_reads_the_request_fields_being_rewritten():
+    assert run(["set-header Y %[hdr(x)]"], [(b"X", b"1")]) == [(b"X", b"1"), (b"Y", b"1")]
