@@ -633,3 +633,60 @@ def test_httpchk_and_http_check_errors():
         "site.cfg:9: 'http-check send' is not supported (supported: http-check expect status <codes>)",
         "site.cfg:13: 'option httpchk' is not allowed in frontend 'f' (allowed in: defaults, listen, backend)",
     ]
+
+
+# --- options that reach the model (mutation-testing gaps) --------------------------------------------
+
+def test_frontend_and_backend_options_and_errorfiles_reach_the_model(tmp_path):
+    (tmp_path / "503.http").write_bytes(b"HTTP/1.1 503 Busy\r\n\r\n")
+    (tmp_path / "502.http").write_bytes(b"HTTP/1.1 502 Bad\r\n\r\n")
+    config = loads(textwrap.dedent("""\
+        frontend fe
+            bind :80
+            option http-buffer-request
+            option splice-request
+            errorfile 503 503.http
+            default_backend be
+        backend be
+            option forwarded proto for
+            option abortonclose
+            option http-buffer-request
+            no option splice-auto
+            errorfile 503 503.http
+            errorfile 502 502.http
+            http-response del-header Server
+            server s1 127.0.0.1:81
+        backend plain
+            server s1 127.0.0.1:82
+        """), str(tmp_path / "site.cfg"), env={})
+    fe = config.frontends[0]
+    assert (fe.http_buffer_request, fe.splice_request, fe.splice_named) == (True, True, True)
+    assert fe.errorfiles == ((503, b"HTTP/1.1 503 Busy\r\n\r\n"),)
+    be = config.backends["be"]
+    assert (be.forwarded, be.abortonclose, be.http_buffer_request, be.splice_auto, be.splice_named) == (
+        ("proto", "for"), True, True, False, True)
+    assert be.errorfiles == ((502, b"HTTP/1.1 502 Bad\r\n\r\n"), (503, b"HTTP/1.1 503 Busy\r\n\r\n"))
+    assert [r.name for r in be.http_response] == [b"Server"]
+    plain = config.backends["plain"]
+    assert (plain.forwarded, plain.abortonclose, plain.http_buffer_request, plain.splice_named,
+            plain.errorfiles) == ((), False, False, False, ())
+
+
+def test_without_splice_options_nothing_is_named():
+    config = loads("frontend fe\n    bind :80\n    default_backend be\nbackend be\n    server s1 127.0.0.1:81\n",
+                   env={})
+    assert config.frontends[0].splice_named is False
+    assert config.backends["be"].splice_named is False
+
+
+def test_listen_header_rules_belong_to_its_frontend_side():
+    config = loads(textwrap.dedent("""\
+        listen lb
+            bind :80
+            http-request set-header X-A 1
+            http-response set-header X-B 2
+            server s1 127.0.0.1:81
+        """), env={})
+    fe, be = config.frontends[0], config.backends["lb"]
+    assert ([r.name for r in fe.http_request], [r.name for r in fe.http_response]) == ([b"X-A"], [b"X-B"])
+    assert (be.http_request, be.http_response) == ((), ())
