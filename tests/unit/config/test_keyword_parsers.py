@@ -428,3 +428,41 @@ def test_similarity_is_difflib_ratio_of_both_words():
 def test_sub_candidates_are_those_of_the_section_or_all():
     assert kw._sub_candidates(kw.TIMEOUTS, "frontend") == ["client", "http-request", "http-keep-alive"]
     assert kw._sub_candidates(kw.TIMEOUTS, "global") == list(kw.TIMEOUTS)
+
+
+# --- through loads: suggestions follow the section, forwardfor arguments, balance forms -------------
+
+def load_errors(text):
+    from splicer.config import loads
+    from splicer.errors import ConfigErrors
+    with pytest.raises(ConfigErrors) as info:
+        loads(text, "site.cfg", env={})
+    return [str(e) for e in info.value.errors]
+
+
+def test_suggestions_for_a_mistyped_timeout_or_option_come_from_the_section_only():
+    # 'server' and 'redispatch' are close, but not frontend keywords
+    assert load_errors("frontend fe\n    timeout servr 1s\n") == ["site.cfg:2: unknown timeout 'servr' in frontend 'fe'"]
+    assert load_errors("frontend fe\n    option redispath\n") == ["site.cfg:2: unknown option 'redispath' in frontend 'fe'"]
+
+
+def test_balance_algorithm_with_nested_parentheses_is_named_by_its_first_word():
+    assert load_errors("backend be\n    balance hdr(x(y))\n") == [
+        "site.cfg:2: balance algorithm 'hdr(x(y))' is not supported (supported: roundrobin, leastconn)"]
+
+
+def test_forwardfor_arguments_are_read_pairwise_and_warned_about():
+    c = ctx(kind="frontend")
+    kw._parse_forwardfor(c, ["if-none", "header", "X-Client", "except", "10.0.0.0/8"])
+    assert c.settings == [("forwardfor", True)]
+    assert c.warnings == [
+        "'option forwardfor' argument 'if-none' is accepted for haproxy compatibility and ignored",
+        "'option forwardfor' argument 'header X-Client' is accepted for haproxy compatibility and ignored",
+        "'option forwardfor' argument 'except 10.0.0.0/8' is accepted for haproxy compatibility and ignored"]
+    assert error_of(kw._parse_forwardfor, ["header"], kind="frontend") == "'option forwardfor header' expects a value"
+
+
+def test_parse_int_bounds_default_to_zero_and_are_inclusive():
+    assert kw.parse_int("0", "x") == 0
+    assert kw.parse_int("2147483647", "x") == 2147483647
+    assert kw.parse_int("5", "x", 0, 5) == 5
