@@ -690,3 +690,15 @@ def test_listen_header_rules_belong_to_its_frontend_side():
     fe, be = config.frontends[0], config.backends["lb"]
     assert ([r.name for r in fe.http_request], [r.name for r in fe.http_response]) == ([b"X-A"], [b"X-B"])
     assert (be.http_request, be.http_response) == ((), ())
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("tcp", ("site.cfg:4: frontend 'fe': 'http-request' rules are ignored in mode tcp (they need mode http)",
+             "site.cfg:8: backend 'be': 'http-response' rules are ignored in mode tcp (they need mode http)")),
+    ("http", ()),
+])
+def test_header_rules_in_mode_tcp_are_warned_about(mode, expected):
+    config = loads(f"frontend fe\n    mode {mode}\n    bind :80\n    http-request set-header X-A 1\n"
+                   f"    default_backend be\nbackend be\n    mode {mode}\n    http-response del-header Server\n"
+                   "    server s1 127.0.0.1:81\n", "site.cfg", env={})
+    assert config.warnings == expected
