@@ -195,3 +195,54 @@ def test_public_path_long_incomplete_head_is_incomplete_not_too_large(without_he
     head = b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"v" * 20000 + b"\r\n"
     assert request_error(head) == (400, "incomplete request head")
     assert response_error(b"HTTP/1.1 200 OK\r\nX: " + b"v" * 20000 + b"\r\n") == (502, "incomplete response head")
+
+
+# --- requests: exact refusals ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("head, expected", [
+    (b"GET / HTTP/1.1\r\nHost: a\r\n", (400, "incomplete request head")),
+    (b"GET / HTTP/9.9\r\nHost: a\r\n\r\n", (505, "HTTP version 9.9 not supported")),
+    (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", (400, "invalid Host field value")),
+    (b"GET / HTTP/1.1\r\nHost: a,b\r\n\r\n", (400, "invalid Host field value")),
+    (b"GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", (400, "invalid Host field value")),
+    (b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", (400, "invalid Host field value")),
+    (b"GET / HTTP/1.1\r\nHost: h:8x\r\n\r\n", (400, "invalid Host field value")),
+    (b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", (400, "Transfer-Encoding in an HTTP/1.0 request")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: \x01\r\n\r\n", (400, "control character in head")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: \x7f\r\n\r\n", (400, "control character in head")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: \x00\r\n\r\n", (400, "NUL byte in head")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", (400, "bare CR in head")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", (400, "obsolete line folding (obs-fold)")),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", (400, "obsolete line folding (obs-fold)")),
+    (b"GET / HTTP/1.1\nHost: a\n\n", (400, "bare LF line ending (CRLF required)")),
+    (b"GET / HTTP/1.1\r\n\r\n", (400, "Missing mandatory Host: header")),
+])
+def test_request_refusals_are_exact(head, expected):
+    assert request_error(head) == expected
+
+
+@pytest.mark.parametrize("host", [b"[::1]:80", b"[2001:db8::1]", b"h:", b"", b"a-b.c_d~e%20!$&'()*+;=", b"h:8080"])
+def test_valid_host_values_are_accepted(host):
+    assert parse_request(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % host).headers == [(b"Host", host)]
+
+
+def test_every_host_field_is_checked():
+    assert request_error(b"GET / HTTP/1.0\r\nX: 1\r\nhost: a b\r\n\r\n") == (400, "invalid Host field value")
+
+
+def test_tab_is_the_one_control_character_allowed():
+    assert parse_request(b"GET / HTTP/1.1\r\nHost: a\r\nX: a\tb\r\n\r\n").headers[1] == (b"X", b"a\tb")
+
+
+@pytest.mark.parametrize("head, keep", [
+    (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, close\r\n\r\n", False),
+    (b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", True),
+    (b"GET / HTTP/1.0\r\n\r\n", False),
+])
+def test_request_persistence(head, keep):
+    assert parse_request(head).keep_alive is keep
+
+
+@pytest.mark.parametrize("expect, value", [(b"100-continue", True), (b" 100-Continue ", True), (b"100-continued", False)])
+def test_expect_continue_is_exactly_the_token(expect, value):
+    assert parse_request(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: %s\r\n\r\n" % expect).expect_continue is value
