@@ -702,3 +702,58 @@ def test_header_rules_in_mode_tcp_are_warned_about(mode, expected):
                    f"    default_backend be\nbackend be\n    mode {mode}\n    http-response del-header Server\n"
                    "    server s1 127.0.0.1:81\n", "site.cfg", env={})
     assert config.warnings == expected
+
+
+# --- one address, one listener ----------------------------------------------------------------------
+
+BE = "backend be\n    server s1 127.0.0.1:81\n"
+
+
+def resolve_errors(text):
+    with pytest.raises(ConfigErrors) as info:
+        loads(text, "site.cfg", env={})
+    return [str(e) for e in info.value.errors]
+
+
+def test_a_bind_on_an_address_already_bound_by_a_wildcard_is_refused():
+    assert resolve_errors("frontend a\n    bind :80\n    default_backend be\nfrontend b\n"
+                          "    bind 127.0.0.1:80,127.0.0.1:81\n    default_backend be\n" + BE) == [
+        "site.cfg:5: frontend 'b': bind 127.0.0.1:80 overlaps bind *:80 of frontend 'a' at site.cfg:2"]
+
+
+def test_every_any_address_form_is_a_wildcard():
+    assert resolve_errors("frontend a\n    bind 0.0.0.0:80\n    default_backend be\nfrontend b\n"
+                          "    bind [::]:80\n    default_backend be\n" + BE) == [
+        "site.cfg:5: frontend 'b': bind :::80 overlaps bind 0.0.0.0:80 of frontend 'a' at site.cfg:2"]
+    assert resolve_errors("frontend a\n    bind *:80\n    default_backend be\nfrontend b\n"
+                          "    bind 10.0.0.1:80\n    default_backend be\n" + BE) == [
+        "site.cfg:5: frontend 'b': bind 10.0.0.1:80 overlaps bind *:80 of frontend 'a' at site.cfg:2"]
+
+
+def test_the_same_address_in_another_case_overlaps():
+    assert resolve_errors("frontend a\n    bind [fe80::A]:80\n    default_backend be\nfrontend b\n"
+                          "    bind [fe80::a]:80\n    default_backend be\n" + BE) == [
+        "site.cfg:5: frontend 'b': bind fe80::a:80 overlaps bind fe80::A:80 of frontend 'a' at site.cfg:2"]
+
+
+def test_distinct_addresses_or_ports_do_not_overlap():
+    config = loads("frontend a\n    bind 127.0.0.1:80\n    default_backend be\nfrontend b\n"
+                   "    bind 127.0.0.2:80\n    bind 127.0.0.1:81\n    default_backend be\n" + BE, "site.cfg", env={})
+    assert [[(b.host, b.port) for b in f.binds] for f in config.frontends] == [
+        [("127.0.0.1", 80)], [("127.0.0.2", 80), ("127.0.0.1", 81)]]
+
+
+def test_a_second_bind_on_the_same_address_in_one_frontend_overlaps_too():
+    assert resolve_errors("frontend a\n    bind :80\n    bind :80\n    default_backend be\n" + BE) == [
+        "site.cfg:3: frontend 'a': bind *:80 overlaps bind *:80 of frontend 'a' at site.cfg:2"]
+
+
+def test_binds_are_not_checked_when_other_errors_were_found():
+    assert resolve_errors("frontend a\n    bind :80\nfrontend b\n    bind :80\n    default_backend be\n" + BE) == [
+        "site.cfg:1: frontend 'a' has no default_backend"]
+
+
+def test_default_backend_checks_go_on_after_a_frontend_without_one():
+    assert resolve_errors("listen l\n    bind :90\n    server s 127.0.0.1:1\nfrontend a\n    bind :80\n"
+                          "frontend b\n    bind :81\n    default_backend nope\n" + BE) == [
+        "site.cfg:4: frontend 'a' has no default_backend", "site.cfg:8: frontend 'b': default_backend 'nope' not found"]
