@@ -293,6 +293,8 @@ def test_http_check_ranges_and_bounds():
     ([], "'http-check' expects 'expect status <codes>'"),
     (["send"], "'http-check send' is not supported (supported: http-check expect status <codes>)"),
     (["expect"], "'http-check expect ' is not supported (supported: http-check expect status <codes>)"),
+    (["expect", "string"], "'http-check expect string' is not supported "
+                           "(supported: http-check expect status <codes>)"),
     (["expect", "string", "ok"], "'http-check expect string' is not supported "
                                  "(supported: http-check expect status <codes>)"),
     (["expect", "status"], "'http-check expect status' expects a status code or range, e.g. 200 or 200-399"),
