@@ -420,3 +420,10 @@ def test_forwarded_builders_memoize_short_heads_only():
 def test_head_memo_defaults():
     memo = h1.HeadMemo()
     assert (memo.max_entries, memo.max_len, memo.copies) == (1024, 4096, True)
+
+
+def test_response_rules_read_the_stream():
+    resp = parse_response(b"HTTP/1.1 204 No Content\r\n\r\n", b"GET")
+    rules = response_rules(["add-header", "X-Via", "%f/%b %ci:%cp"])
+    assert forward_response_head(resp, b"1.1", True, rules, STREAM) == (
+        b"HTTP/1.1 204 No Content\r\nX-Via: fe/be 192.0.2.7:5555\r\n\r\n")
