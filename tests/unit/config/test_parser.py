@@ -537,3 +537,32 @@ def test_empty_word_ends_the_statement_like_haproxy():
         ("site.cfg:2: word 4 (column 30) is empty and ends the statement; the words after it "
         "are ignored"),)
     assert [s.disabled for s in config.backends["be"].servers] == [False, False]
+
+
+# --- suggestions and section heads (mutation-testing gaps) ---------------------------------------
+
+def test_word_closer_to_a_section_than_to_a_keyword_is_taken_for_a_mistyped_section():
+    # in a frontend 'bakend' is close to 'bind' (0.6) but closer to 'backend' (0.92)
+    assert errors_of("frontend fe\n    bakend x\n" + TAIL) == [
+        "site.cfg:2: unknown section 'bakend'; did you mean 'backend'?"]
+
+
+def test_outside_any_section_only_a_close_word_is_taken_for_a_section():
+    # 'defs' is 0.67 similar to 'defaults': below the section cutoff (0.8)
+    assert errors_of("defs\n" + TAIL) == [
+        "site.cfg:1: 'defs' is outside any section (a section starts with 'global', 'defaults', "
+        "'frontend', 'backend' or 'listen')"]
+
+
+def test_extra_word_after_a_frontend_name_points_at_bind_but_not_after_a_backend_name():
+    assert errors_of("frontend fe 1.2.3.4:80\n" + TAIL) == [
+        "site.cfg:1: 'frontend' cannot handle unexpected argument '1.2.3.4:80' (addresses go on a 'bind' line)"]
+    assert errors_of("backend b 1.2.3.4:80\n" + TAIL) == [
+        "site.cfg:1: 'backend' cannot handle unexpected argument '1.2.3.4:80'"]
+
+
+def test_global_section_has_no_defaults_section():
+    sections = raw_sections("defaults\nglobal\nbackend be\n")
+    assert [s.kind for s in sections] == ["defaults", "global", "backend"]
+    assert sections[1].defaults is None
+    assert sections[2].defaults is sections[0]
