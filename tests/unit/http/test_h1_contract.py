@@ -246,3 +246,12 @@ def test_request_persistence(head, keep):
 @pytest.mark.parametrize("expect, value", [(b"100-continue", True), (b" 100-Continue ", True), (b"100-continued", False)])
 def test_expect_continue_is_exactly_the_token(expect, value):
     assert parse_request(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: %s\r\n\r\n" % expect).expect_continue is value
+
+
+def test_find_head_end_searches_from_the_start_by_default():
+    assert h1.find_head_end(b"\n\nrest") == 2
+
+
+def test_http10_request_without_host_gets_an_empty_host_first():
+    req = parse_request(b"GET / HTTP/1.0\r\nX: 1\r\nY: 2\r\n\r\n")
+    assert h1.forward_request_head(req, None) == b"GET / HTTP/1.1\r\nHost: \r\nX: 1\r\nY: 2\r\n\r\n"
