@@ -169,3 +169,15 @@ def test_response_content_length_overflow_is_502():
 
 def test_response_bad_content_length_to_head_is_ignored():
     assert response_framing(b"HEAD", 200, [(b"Content-Length", b"bogus")]) == Framing(BodyKind.NONE, 0)
+
+
+@pytest.mark.parametrize("headers, message", [
+    ([(b"Content-Length", b"5"), (b"Content-Length", b"6")], "differing Content-Length values"),
+    ([(b"Content-Length", b"5x")], "Content-Length is not a decimal number"),
+    ([(b"Transfer-Encoding", b"chunked, gzip")], "Transfer-Encoding final coding is not chunked"),
+    ([(b"Transfer-Encoding", b"chunked"), (b"Content-Length", b"1")], "both Transfer-Encoding and Content-Length"),
+])
+def test_request_framing_errors_are_exact(headers, message):
+    with pytest.raises(FramingError) as exc:
+        request_framing(headers)
+    assert (exc.value.status, str(exc.value)) == (400, message)

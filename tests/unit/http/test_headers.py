@@ -99,3 +99,14 @@ def test_forwarded_without_any_parameter_to_send_adds_nothing():
     assert append_forwarded(fields, (), "192.0.2.1", "192.0.2.2", b"h") == fields
     assert append_forwarded(fields, ("host",), "192.0.2.1", "192.0.2.2", None) == fields
     assert append_forwarded(fields, ("host",), "192.0.2.1", "192.0.2.2", b"") == fields
+
+
+def test_set_framing_length_rewrites_the_first_content_length_and_drops_the_others():
+    from splicer.http.headers import set_framing
+    assert set_framing([(b"content-length", b"5, 5"), (b"X", b"1"), (b"Content-Length", b"5")], "length", 5) == [
+        (b"content-length", b"5"), (b"X", b"1")]
+
+
+def test_set_framing_length_without_content_length_appends_one():
+    from splicer.http.headers import set_framing
+    assert set_framing([(b"X", b"1")], "length", 12) == [(b"X", b"1"), (b"Content-Length", b"12")]
