@@ -468,3 +468,33 @@ def test_parse_int_bounds_default_to_zero_and_are_inclusive():
     assert kw.parse_int("0", "x") == 0
     assert kw.parse_int("2147483647", "x") == 2147483647
     assert kw.parse_int("5", "x", 0, 5) == 5
+
+
+# --- addresses and server options -------------------------------------------------------------------
+
+def test_bracketed_address_ends_at_the_first_bracket():
+    assert error_of(lambda c, a: kw.split_host_port(a[0], "bind"), ["[::1]]:80"]) == (
+        "bind: address '[::1]]:80' has no port (expected [ADDR]:PORT)")
+
+
+def test_unbracketed_ipv6_address_splits_at_the_last_colon():
+    assert kw.split_host_port("::1:80", "bind") == ("::1", "80")
+
+
+def test_port_bounds_and_a_non_digit_port():
+    assert kw.parse_port("65535", "bind") == 65535
+    assert kw.parse_port("1", "bind") == 1
+    assert error_of(lambda c, a: kw.parse_port(a[0], "bind"), ["X80"]) == "bind: invalid port 'X80'"
+
+
+def test_bind_address_defaults_and_localhost():
+    assert kw.parse_bind_address(":80") == kw.Bind(host="", port=80, file="", line=0)
+    assert kw.parse_bind_address("localhost:80").host == "localhost"
+
+
+def test_server_options_at_their_lowest_values_and_a_flag_between_options():
+    (key, server), = settings_of(kw._parse_server, ["s", "127.0.0.1:80", "maxconn", "0", "fall", "1",
+                                                    "disabled", "weight", "3"])
+    assert (server.maxconn, server.fall, server.disabled, server.weight) == (0, 1, True, 3)
+    assert error_of(kw._parse_server, ["s", "127.0.0.1:80", "fall", "0"]) == (
+        "server 's': 'fall' must be between 1 and 2147483647, got 0")

@@ -169,3 +169,11 @@ def test_default_value_ends_at_the_first_brace_after_the_name():
 
 def test_braced_name_is_read_from_its_first_character():
     assert words('"${HOST}:${PORT}"') == ["10.0.0.1:8080"]
+
+
+def test_file_pseudo_variable_is_empty_without_a_file_name_and_the_path_through_loads():
+    assert [t.text for t in tokenize_line('x "${.FILE}"')] == ["x", ""]
+    statements, errors = tokenize('x "${.FILE}"\n', env={}, file="a.cfg")
+    assert (statements[0].words, errors) == (("x", "a.cfg"), [])
+    statements, _ = tokenize('x "${.FILE}"\n', env={})
+    assert statements[0].words == ("x", "")

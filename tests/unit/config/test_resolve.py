@@ -757,3 +757,10 @@ def test_default_backend_checks_go_on_after_a_frontend_without_one():
     assert resolve_errors("listen l\n    bind :90\n    server s 127.0.0.1:1\nfrontend a\n    bind :80\n"
                           "frontend b\n    bind :81\n    default_backend nope\n" + BE) == [
         "site.cfg:4: frontend 'a' has no default_backend", "site.cfg:8: frontend 'b': default_backend 'nope' not found"]
+
+
+@pytest.mark.parametrize("wildcard", ["0.0.0.0", "[::]"])
+def test_any_address_overlaps_a_specific_one(wildcard):
+    assert resolve_errors(f"frontend a\n    bind {wildcard}:80\n    default_backend be\nfrontend b\n"
+                          "    bind 127.0.0.1:80\n    default_backend be\n" + BE)[0].startswith(
+        "site.cfg:5: frontend 'b': bind 127.0.0.1:80 overlaps bind ")

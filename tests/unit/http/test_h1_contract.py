@@ -255,3 +255,24 @@ def test_find_head_end_searches_from_the_start_by_default():
 def test_http10_request_without_host_gets_an_empty_host_first():
     req = parse_request(b"GET / HTTP/1.0\r\nX: 1\r\nY: 2\r\n\r\n")
     assert h1.forward_request_head(req, None) == b"GET / HTTP/1.1\r\nHost: \r\nX: 1\r\nY: 2\r\n\r\n"
+
+
+def test_a_memoized_head_is_handed_out_as_a_new_copy_each_time():
+    raw = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+    parse_request(raw)
+    second = parse_request(raw)
+    second.headers = []
+    assert parse_request(raw).headers == [(b"Host", b"a")]
+
+
+@pytest.mark.parametrize("target, origin_form", [
+    (b"http://h/a://b", b"/a://b"),    # the scheme ends at the first "://"
+    (b"http://h?a/b?c", b"/?a/b?c"),   # the authority ends at the first "?" or "/"
+])
+def test_absolute_form_is_split_at_the_first_separators(target, origin_form):
+    assert parse_request(b"GET %s HTTP/1.1\r\nHost: h\r\n\r\n" % target).target == origin_form
+
+
+def test_transfer_encoding_value_with_a_colon_is_refused_by_the_raw_check():
+    assert request_error(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip:x\r\n\r\n") == (
+        400, "Transfer-Encoding: chunked is not the final coding, once")
