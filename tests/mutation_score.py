@@ -2,8 +2,8 @@
 
 Usage (from the repository root, after `mutmut run --max-children 1`):
 
-    python tools/mutation_score.py            # per package, and overall
-    python tools/mutation_score.py --modules  # per module too
+    python tests/mutation_score.py            # per package, and overall
+    python tests/mutation_score.py --modules  # per module too
 
 Score = killed / mutants, where a mutant no test reached ("no tests") or that was never
 run counts as not killed, and a timeout counts as killed (the mutant changed behaviour).
