@@ -71,3 +71,10 @@ def test_give_up_says_no_to_everything():
 def test_policy_is_frozen():
     with pytest.raises(AttributeError):
         DEFAULT.retries = 4
+
+
+def test_defaults_are_the_cautious_ones():
+    """Left out, a request is not replayable and nothing was answered yet."""
+    assert decide(DEFAULT, E.CONN_FAILURE, 3) == SAME_AFTER_TURNAROUND   # answered=False
+    assert decide(ALL, E.EMPTY_RESPONSE, 3) == GIVE_UP                   # replayable=False
+    assert decide(ALL, E.EMPTY_RESPONSE, 3, replayable=True) == SAME
