@@ -334,6 +334,12 @@ class Stream:
     def _on_response_head(self, c: Completion) -> None:
         """Engine callback: the request went out and the response head is in (or not)."""
         head = c.head
+        if c.end is JobEnd.CANCELLED:  # the engine was closed (a hard stop): end here
+            lease, self._lease = self._lease, None
+            self.end(Cause.KILLED)
+            self.be.release(lease, False)
+            self.record()
+            return self.s.stream_over(False, None)
         if c.end is not JobEnd.DONE or not head or not head_complete(head):
             return self._slow(c)  # no head (retries, 502, 504): the slow path decides
         req, route = self.req, self.route
