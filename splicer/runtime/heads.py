@@ -53,17 +53,9 @@ async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout
         timeout: seconds for the whole head from its first byte (None: no limit).
         skip_empty_lines: drop empty lines before the head (RFC 9112 section 2.2).
     """
-    engine = mover.engine
-    if engine is not None and limit <= engine.bufsize:
-        fd = sock.fileno()
-        try:
-            job = engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
-                                head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
-                                src_gen=engine.gen(sock))
-        except EngineBusy:
-            job = None
-        if job is not None:
-            return head_of(await engine.wait(*job))
+    job = _read_head_job(mover, sock, limit, first_timeout, timeout, skip_empty_lines, None)
+    if job is not None:
+        return head_of(await mover.engine.wait(*job))
     return await io.recv_head(mover.loop, sock, limit, first_timeout, timeout,
                               skip_empty_lines=skip_empty_lines, wait_first=True)
 
@@ -78,16 +70,8 @@ async def send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, sen
         The completion (phase SEND with an end other than DONE: the send failed; else use
         head_of() on it), or NOT_TAKEN when the engine could not take the job.
     """
-    engine = mover.engine
-    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
-        return NOT_TAKEN
-    fd = sock.fileno()
-    try:
-        job = engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
-                            dst_gen=engine.gen(sock))
-    except (EngineBusy, EngineError):
-        return NOT_TAKEN
-    return await engine.wait(*job)
+    job = _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout, None)
+    return NOT_TAKEN if job is None else await mover.engine.wait(*job)
 
 
 async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
@@ -112,23 +96,11 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
         completion, head_of() its head; Engine.abandon() stops it), else None. NOT_TAKEN
         when the engine could not take the job (nothing was sent).
     """
+    job = _send_with_body_job(mover, src, dst, head, count, chunked, splice, next_head, None)
+    if job is None:
+        return NOT_TAKEN
     engine = mover.engine
-    if engine is None or len(head) > engine.bufsize:
-        return NOT_TAKEN
     copy = not splice and not chunked
-    if chunked and not splice:
-        return NOT_TAKEN
-    flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if copy else 0)
-    first = whole = limit = 0
-    if next_head is not None:
-        flags |= JOB_THEN_HEAD
-        first, whole, limit = ms(next_head[0]), ms(next_head[1]), next_head[2]
-    try:
-        job = engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
-                            ms(src.timeout), ms(dst.timeout), head, -1, first, whole, limit,
-                            src_gen=engine.gen(src.sock), dst_gen=engine.gen(dst.sock))
-    except (EngineBusy, EngineError):
-        return NOT_TAKEN
     pending = engine.chained if next_head is not None else None
     try:
         c = await engine.wait(*job)
@@ -138,11 +110,10 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
         if pending is not None:
             await engine.abandon(*pending)
         raise
-    if c.end is JobEnd.NOPIPE:
-        return NOT_TAKEN  # the chained head job ended CANCELLED with it
-    if c.phase is Phase.SEND:
-        return False, Result(End.DST_ERROR), pending
-    return True, result_of(c, copy), pending
+    taken = body_of(c, copy)
+    if taken is None:
+        return NOT_TAKEN  # no pipe: the chained head job ended CANCELLED with it
+    return taken[0], taken[1], pending
 
 
 # -- the same jobs with a callback instead of a future (the stream's fast path) -----------
@@ -152,16 +123,8 @@ def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, se
                                done) -> bool:
     """send_then_read_head() as a job whose Completion goes to `done(c)` from the engine's
     reap. False when the engine did not take it (nothing was sent)."""
-    engine = mover.engine
-    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
-        return False
-    fd = sock.fileno()
-    try:
-        engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
-                      dst_gen=engine.gen(sock), done=done)
-    except (EngineBusy, EngineError):
-        return False
-    return True
+    return _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout,
+                                    done) is not None
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
@@ -170,21 +133,9 @@ def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None
     (body_of() reads it). Returns None when the engine did not take it (nothing was sent),
     else the id of the chained next-head job with `next_head` (Engine.then() claims its
     completion, Engine.cancel() stops it) or 0."""
-    engine = mover.engine
-    if engine is None or len(head) > engine.bufsize or (chunked and not splice):
+    if _send_with_body_job(mover, src, dst, head, count, chunked, splice, next_head, done) is None:
         return None
-    flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if not splice and not chunked else 0)
-    first = whole = limit = 0
-    if next_head is not None:
-        flags |= JOB_THEN_HEAD
-        first, whole, limit = ms(next_head[0]), ms(next_head[1]), next_head[2]
-    try:
-        engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
-                      ms(src.timeout), ms(dst.timeout), head, -1, first, whole, limit,
-                      src_gen=engine.gen(src.sock), dst_gen=engine.gen(dst.sock), done=done)
-    except (EngineBusy, EngineError):
-        return None
-    return engine.chained[0] if next_head is not None else 0
+    return mover.engine.chained[0] if next_head is not None else 0
 
 
 def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
@@ -202,14 +153,53 @@ def submit_read_head(mover: Mover, sock: socket.socket, limit: int, first_timeou
                      timeout: float | None, skip_empty_lines: bool, done) -> int | None:
     """read_head() as a job whose Completion goes to `done(c)` from the engine's reap
     (head_of() reads it). Returns the job id, or None when the engine did not take it."""
+    job = _read_head_job(mover, sock, limit, first_timeout, timeout, skip_empty_lines, done)
+    return None if job is None else job[0]
+
+
+# -- the jobs themselves: one builder per shape, for the future and the callback forms ----
+
+def _read_head_job(mover: Mover, sock, limit, first_timeout, timeout, skip_empty_lines, done):
+    """Submit a head-only job; (id, future or None), or None when not taken."""
     engine = mover.engine
     if engine is None or limit > engine.bufsize:
         return None
     fd = sock.fileno()
     try:
-        job_id, _ = engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
-                                  head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
-                                  src_gen=engine.gen(sock), done=done)
+        return engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
+                             head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
+                             src_gen=engine.gen(sock), done=done)
     except EngineBusy:
         return None
-    return job_id
+
+
+def _send_then_read_head_job(mover: Mover, sock, out, send_timeout, limit, first_timeout, timeout, done):
+    """Submit a send-then-read-head job; (id, future or None), or None when not taken."""
+    engine = mover.engine
+    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
+        return None
+    fd = sock.fileno()
+    try:
+        return engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
+                             dst_gen=engine.gen(sock), done=done)
+    except (EngineBusy, EngineError):
+        return None
+
+
+def _send_with_body_job(mover: Mover, src, dst, head, count, chunked, splice, next_head, done):
+    """Submit a head-then-body job (chained to a next-head job with `next_head`);
+    (id, future or None), or None when not taken."""
+    engine = mover.engine
+    if engine is None or len(head) > engine.bufsize or (chunked and not splice):
+        return None
+    flags = (JOB_CHUNKED if chunked else 0) | (JOB_COPY if not splice and not chunked else 0)
+    first = whole = limit = 0
+    if next_head is not None:
+        flags |= JOB_THEN_HEAD
+        first, whole, limit = ms(next_head[0]), ms(next_head[1]), next_head[2]
+    try:
+        return engine.submit(src.sock.fileno(), dst.sock.fileno(), UNTIL_EOF if count is None else count, flags,
+                             ms(src.timeout), ms(dst.timeout), head, -1, first, whole, limit,
+                             src_gen=engine.gen(src.sock), dst_gen=engine.gen(dst.sock), done=done)
+    except (EngineBusy, EngineError):
+        return None
