@@ -49,6 +49,14 @@ struct spl_fdreg {
 	uint32_t gen;                  /* generation registered, 0 = none lasting */
 	uint32_t users[SPL_FD_USERS];  /* slot + 1 of each running job that uses the fd, 0 = none
 	                                * (so that the table starts as zero pages: calloc) */
+	uint32_t avail;                /* with `known`: bytes the socket holds at most, as a short
+	                                * read or peek found them, less those consumed since */
+	uint8_t known;                 /* `avail` is valid */
+	uint8_t ended;                 /* an end of stream, reset or error was reported: the
+	                                * socket is never quiet again (a short read may have
+	                                * stopped at a FIN it does not report) */
+	atomic_uchar quiet;            /* the socket holds nothing to read: it was found empty and
+	                                * no read event came since (read by spl_fd_quiet()) */
 };
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
@@ -256,6 +264,60 @@ static void spl_post(struct spl_engine *e, const struct spl_done *d)
 	e->posted = 1;
 }
 
+/* Readiness cache (what haproxy's fd cache does for speculative I/O): per registered socket,
+ * the engine remembers having found it empty, so that a job going on with it (the response
+ * head after the request was sent, the next request head after a response) waits for the
+ * read event instead of trying a read certain to end in EAGAIN. The epoll is edge-triggered,
+ * so every arrival after the socket was found empty brings an event, and spl_engine_main()
+ * clears `quiet` on each read event: `quiet` is never set while a byte or an end of stream
+ * waits unseen. A socket is found empty by an EAGAIN, by a short read (fewer bytes than
+ * asked for), or by consuming exactly the bytes a short peek saw (`known`/`avail`); a read
+ * not recorded here (a splice) only makes `avail` too large, which never sets `quiet`. A
+ * short read stops before a FIN without reporting it, so once an event has reported an end
+ * of stream (EPOLLRDHUP, EPOLLHUP, EPOLLERR: final) the socket is never quiet again; a FIN
+ * coming after the read that found the socket empty brings an event of its own. */
+static int spl_is_quiet(const struct spl_engine *e, int fd)
+{
+	return atomic_load_explicit(&e->fds[fd].quiet, memory_order_relaxed);
+}
+
+static void spl_set_quiet(struct spl_fdreg *r, int quiet)
+{
+	r->known = 0;
+	atomic_store_explicit(&r->quiet, (unsigned char)(quiet && !r->ended), memory_order_relaxed);
+}
+
+/* Records in the readiness cache what a read of `asked` bytes from `fd` returned: `got`
+ * bytes, 0 for an end of stream, -1 with errno set (left unchanged here); `peek` when the
+ * bytes stayed in the socket (MSG_PEEK). */
+static void spl_saw_read(struct spl_engine *e, int fd, size_t asked, ssize_t got, int peek)
+{
+	struct spl_fdreg *r = &e->fds[fd];
+
+	if (got == -1) {
+		if (errno == EAGAIN)
+			spl_set_quiet(r, 1);
+		return;
+	}
+	if (got == 0) { /* an end of stream stays readable: never quiet */
+		spl_set_quiet(r, 0);
+		return;
+	}
+	if (peek) {
+		r->known = (size_t)got < asked && got <= (ssize_t)UINT32_MAX;
+		r->avail = (uint32_t)got;
+		return;
+	}
+	if ((size_t)got < asked) {
+		spl_set_quiet(r, 1);
+	} else if (r->known) {
+		if ((size_t)got < r->avail)
+			r->avail -= (uint32_t)got;
+		else
+			spl_set_quiet(r, (size_t)got == r->avail);
+	}
+}
+
 /* Attaches the job in slot s to `fd` (role 0 src, 1 dst) named with generation `gen`,
  * registering the fd in the epoll (edge-triggered, both ways) unless this very socket is
  * registered already. Returns 0 or -errno (-EBADF past the fd table, -EBUSY when too many
@@ -274,6 +336,10 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 	if (k == SPL_FD_USERS)
 		return -EBUSY;
 	if (r->gen == 0 || r->gen != gen) {
+		/* a new registration: nothing is known of what the socket holds */
+		r->known = 0;
+		r->ended = 0;
+		atomic_store_explicit(&r->quiet, 0, memory_order_relaxed);
 		memset(&ev, 0, sizeof(ev));
 		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 		ev.data.u64 = (uint64_t)fd;
@@ -302,8 +368,10 @@ static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 			left = 1;
 	}
 	/* errors ignored: ENOENT/EBADF only mean it is no longer registered (closed) */
-	if (r->gen == 0 && !left)
+	if (r->gen == 0 && !left) {
 		epoll_ctl(e->ep, EPOLL_CTL_DEL, fd, NULL);
+		spl_set_quiet(r, 0); /* no events any more: nothing can be known */
+	}
 }
 
 /* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
@@ -637,8 +705,13 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 			spl_make_ready(e, s);
 			return 0;
 		}
+		if (spl_is_quiet(e, dir->src)) { /* found empty, no read event since */
+			dir->wait = SPL_WAIT_SRC;
+			return 0;
+		}
 		want = dir->left < e->cfg.bufsize ? (size_t)dir->left : e->cfg.bufsize;
 		n = recv(dir->src, buf, want, MSG_DONTWAIT);
+		spl_saw_read(e, dir->src, want, n, 0);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue; /* interrupted before anything was read: again */
@@ -677,10 +750,11 @@ static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
 		s->prefetched = 1;
 		s->out_total = s->job.out_len;
 		if ((s->job.flags & SPL_JOB_COPY) && dir->left != UINT64_MAX && dir->left > 0 &&
-		    dir->left <= e->cfg.bufsize - s->job.out_len) {
+		    dir->left <= e->cfg.bufsize - s->job.out_len && !spl_is_quiet(e, dir->src)) {
 			do
 				n = recv(dir->src, buf + s->job.out_len, (size_t)dir->left, MSG_DONTWAIT);
 			while (n == -1 && errno == EINTR);
+			spl_saw_read(e, dir->src, (size_t)dir->left, n, 0);
 			/* nothing yet (EAGAIN), an end or an error: the body phase meets it again */
 			if (n > 0) {
 				s->pre = (uint32_t)n;
@@ -710,6 +784,13 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 	size_t k;
 
 	for (;;) {
+		if (spl_is_quiet(e, fd)) { /* found empty, no read event since: wait for one */
+			if (s->hbuf != -1 && s->hgot == 0) {
+				e->hfree[e->nhfree++] = s->hbuf;
+				s->hbuf = -1;
+			}
+			return 0;
+		}
 		if (s->hbuf == -1) {
 			s->hbuf = spl_hbuf_take(e);
 			if (s->hbuf == -1) {
@@ -719,6 +800,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		}
 		buf = e->hbufs + (size_t)s->hbuf * e->hbuf_size;
 		n = recv(fd, buf + s->hgot, limit - s->hgot + 1, MSG_PEEK | MSG_DONTWAIT);
+		spl_saw_read(e, fd, limit - s->hgot + 1, n, 1);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue; /* interrupted before anything was read: again */
@@ -744,6 +826,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 			do
 				got = recv(fd, buf, k, MSG_DONTWAIT);
 			while (got == -1 && errno == EINTR);
+			spl_saw_read(e, fd, k, got, 0);
 			if (got <= 0) {
 				spl_finish(e, s, SPL_END_ERROR, got == 0 ? -EPIPE : -errno, side);
 				return 0;
@@ -769,6 +852,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		do
 			got = recv(fd, buf + s->hgot, k, MSG_DONTWAIT);
 		while (got == -1 && errno == EINTR);
+		spl_saw_read(e, fd, k, got, 0);
 		if (got != (ssize_t)k) { /* the peek saw these bytes: only a failing socket loses them */
 			if (got > 0)
 				s->hgot += (uint32_t)got;
@@ -1073,8 +1157,15 @@ static void *spl_engine_main(void *arg)
 				continue;
 			}
 			if (tag < e->nfds) {
-				const struct spl_fdreg *r = &e->fds[tag];
+				struct spl_fdreg *r = &e->fds[tag];
 				int k;
+
+				/* something arrived (bytes, an end, an error): whatever was known of
+				 * the socket's emptiness is void */
+				if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+					r->ended = 1;
+				if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+					spl_set_quiet(r, 0);
 
 				/* every job using the fd tries its I/O (each waits on EAGAIN again) */
 				for (k = 0; k < SPL_FD_USERS; k++)
@@ -1378,6 +1469,24 @@ const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx)
 	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
 		return NULL;
 	return e->hbufs + (size_t)idx * e->hbuf_size;
+}
+
+int spl_fd_quiet(const struct spl_engine *e, int fd, uint32_t gen)
+{
+	const struct spl_fdreg *r;
+	int k;
+
+	if (e == NULL || fd < 0 || (uint32_t)fd >= e->nfds || gen == 0)
+		return 0;
+	r = &e->fds[fd];
+	/* gen and users were last written by the engine before it posted the completion that
+	 * the caller reaped (the completion ring orders them); quiet may change at any time */
+	if (r->gen != gen)
+		return 0;
+	for (k = 0; k < SPL_FD_USERS; k++)
+		if (r->users[k] != 0)
+			return 0;
+	return atomic_load_explicit(&r->quiet, memory_order_relaxed);
 }
 
 int spl_hbuf_release(struct spl_engine *e, int32_t idx)

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 4
+ABI = 5
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -281,6 +281,11 @@ class EngineHandle:
     def put_out(self, idx: int, data: bytes) -> None:
         """Copy `data` (at most bufsize bytes) into out buffer `idx` for the next job naming it."""
         ffi.memmove(self._obufs[idx], data, len(data))
+
+    def fd_quiet(self, fd: int, gen: int) -> bool:
+        """True when the engine knows socket `fd` of generation `gen` (registered by an
+        earlier job, used by none now) holds nothing to read: spl_fd_quiet(), no syscall."""
+        return self._e is not None and lib.spl_fd_quiet(self._e, fd, gen) == 1
 
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).

@@ -354,6 +354,15 @@ class Engine:
         self._gens[fd] = (sock, self._gen_next)
         return self._gen_next
 
+    def quiet(self, sock) -> bool:
+        """True when the engine knows that `sock`, used by earlier jobs and by none now,
+        holds nothing to read (no byte, no end of stream) since a read found it empty: its
+        readiness cache, read without a syscall. False when it does not know (a socket no job
+        has used, or one an event came for since): look with a peek instead."""
+        fd = sock.fileno()
+        g = self._gens.get(fd)
+        return g is not None and g[0] is sock and self._h.fd_quiet(fd, g[1])
+
     async def wait(self, job_id: int, fut: asyncio.Future) -> Completion:
         """The Completion of a job from submit().
 

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import socket
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from splicer.balance import ALGORITHMS
@@ -80,10 +81,14 @@ class Backend:
     Args:
         model: the resolved configuration of the backend.
         loop: the event loop.
+        quiet: tells that an idle server connection holds nothing to read, without a
+            syscall (Engine.quiet); None: every reuse is checked with a peek.
     """
 
-    def __init__(self, model: BackendModel, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, model: BackendModel, loop: asyncio.AbstractEventLoop,
+                 quiet: Callable[[socket.socket], bool] | None = None) -> None:
         self.model = model
+        self._quiet = quiet
         self.name = model.name
         self.loop = loop
         self.servers = [Server(s, i, resolve_address(s.host, s.port)) for i, s in enumerate(model.servers)]
@@ -164,7 +169,7 @@ class Backend:
         """A Lease of an idle live connection to server `i` (its slot taken by pick_now()),
         or None when it has none."""
         srv = self.servers[i]
-        sock = srv.idle.get(self.loop.time())
+        sock = srv.idle.get(self.loop.time(), self._quiet)
         return None if sock is None else Lease(srv, sock, True)
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
@@ -201,7 +206,7 @@ class Backend:
         while True:
             srv = self.servers[i]
             if look_idle:
-                sock = srv.idle.get(self.loop.time())
+                sock = srv.idle.get(self.loop.time(), self._quiet)
                 if sock is not None:
                     return Lease(srv, sock, True)
             try:

@@ -1,7 +1,9 @@
 """Idle server connections kept alive for reuse, per server (haproxy `http-reuse safe`).
 
 A connection is put back only after a complete response whose framing allowed reuse. Before
-reuse it is checked with a non-blocking peek: a connection the server closed (EOF) or that
+reuse it is checked: one the engine knows to hold nothing (its readiness cache: no byte and
+no end of stream came since it found the socket empty) is reused without a syscall; any
+other is checked with a non-blocking peek, and a connection the server closed (EOF) or that
 has unexpected bytes pending is dropped. Connections idle for longer than `max_idle`
 seconds are closed (haproxy's pool-purge-delay, 5 s by default): on the way by get() and
 put(), and by purge(), which the backend runs on a timer so that a worker gone quiet lets
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections import deque
+from typing import Callable
 
 from splicer.runtime.io import forget
 
@@ -36,13 +39,21 @@ class IdlePool:
     def __len__(self) -> int:
         return len(self._idle)
 
-    def get(self, now: float) -> socket.socket | None:
-        """The most recently used live connection, or None. Stale ones are closed on the way."""
+    def get(self, now: float, quiet: Callable[[socket.socket], bool] | None = None) -> socket.socket | None:
+        """The most recently used live connection, or None. Stale ones are closed on the way.
+
+        Args:
+            now: loop time, seconds.
+            quiet: tells, without a syscall, that a socket holds nothing to read
+                (Engine.quiet); a socket it does not vouch for is peeked at.
+        """
         while self._idle:
             sock, since = self._idle.pop()
             if now - since > self.max_idle:
                 _close(sock)
                 continue
+            if quiet is not None and quiet(sock):
+                return sock
             try:
                 if sock.recv(1, socket.MSG_PEEK):
                     _close(sock)  # unsolicited bytes: the connection is out of step

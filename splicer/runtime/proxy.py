@@ -190,7 +190,7 @@ class Proxy:
         self.engine = Engine(loop, cpu, pipesize, maxpipes, maxjobs=2 * g.maxconn + 64,
                              bufsize=g.bufsize + HEAD_ROOM)
         self.mover = Mover(loop, self.pool, self.engine)
-        self.backends = {name: Backend(b, loop) for name, b in config.backends.items()}
+        self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]
         self._stopped = asyncio.Event()
 

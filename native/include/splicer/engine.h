@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 4
+#define SPL_ENGINE_ABI 5
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -285,6 +285,14 @@ const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx);
 /* Gives head buffer `idx` back to the engine. Thread: the submitting thread. Never blocks:
  * the release ring has room for every buffer. Returns 0 or -EINVAL. */
 int spl_hbuf_release(struct spl_engine *e, int32_t idx);
+
+/* 1 when the engine knows that socket `fd`, registered with generation `gen` (non-zero) by
+ * an earlier job and used by no job now, holds nothing to read: no byte and no end of stream
+ * arrived since a read found it empty (the readiness cache); else 0 (unknown, or something
+ * waits). An idle keep-alive server connection it reports quiet needs no peek before reuse.
+ * It lags the kernel by the time the engine takes to see an event, as a peek just before
+ * the event would. Thread: the submitting thread. */
+int spl_fd_quiet(const struct spl_engine *e, int fd, uint32_t gen);
 
 /* Where the head at the start of buf[0..len) ends: its length through the empty line that
  * ends it (CRLF or bare LF line ends), or -1 when it does not end within len bytes. The
