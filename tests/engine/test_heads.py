@@ -245,7 +245,8 @@ def test_invalid_phase_jobs_refused(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096) as e:
             bad = [SpliceJob(a.fileno(), -1, 0),  # nothing to do
-                   SpliceJob(a.fileno(), b.fileno(), 0, head_fd=99, head_limit=100),  # head fd not in job
+                   # head fd not in the job (a fixed number could be a's or b's in a long run)
+                   SpliceJob(a.fileno(), b.fileno(), 0, head_fd=a.fileno() + b.fileno() + 1, head_limit=100),
                    SpliceJob(a.fileno(), -1, 0, head_fd=-1, head_limit=0),  # no limit
                    SpliceJob(a.fileno(), -1, 0, head_fd=-1, head_limit=5000),  # beyond bufsize
                    SpliceJob(a.fileno(), b.fileno(), 10, chunked=True, copy=True)]
