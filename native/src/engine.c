@@ -17,6 +17,10 @@
  * a client, and Python makes no socket call on the way. A head buffer is taken when the head's
  * first byte can be read (an idle keep-alive connection holds none) and is lent to Python with
  * the completion, which gives it back through a release ring (spl_hbuf_release).
+ *
+ * Two pieces of state make waiting cheap: the readiness cache (struct spl_fdreg `quiet`): a
+ * socket found empty with no read event since is waited on, not read; and the timer wheel
+ * (wheel.h), which holds every job's timeout and is turned once per tick.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +39,7 @@
 
 #include "splicer/engine.h"
 #include "pool.h"
+#include "wheel.h"
 
 #define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
 #define SPL_FD_USERS 4           /* jobs that may use one fd at once (a body and a head...) */
@@ -61,7 +66,7 @@ struct spl_fdreg {
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
-#define SPL_TICK_MS 50          /* timeout check period while a job has an idle timeout */
+#define SPL_TICK_MS 50          /* one tick of the timer wheel: timeouts fire within a tick */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 #define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
@@ -145,7 +150,7 @@ struct spl_engine {
 	uint32_t *ready;              /* slots to run again without an event (budget used up) */
 	uint32_t nready;
 	uint32_t active;              /* jobs running */
-	uint32_t timed;               /* running jobs that have an idle timeout */
+	struct spl_wheel wheel;       /* the jobs' timeouts (wheel.h), one timer per slot at most */
 	uint64_t now_ms;
 	int posted;                   /* completions posted since done_fd was last written */
 	struct spl_pool *pool;
@@ -160,6 +165,7 @@ struct spl_engine {
 	uint32_t rel_mask;
 	atomic_uint rel_head;
 	atomic_uint rel_tail;
+	struct spl_tlink *tlinks;     /* the wheel's links, one per slot */
 	struct spl_fdreg *fds;        /* by fd number, nfds entries */
 	uint32_t nfds;
 	/* counters published for other threads */
@@ -231,11 +237,52 @@ static int spl_has_body(const struct spl_job *job)
 	return (job->flags & SPL_JOB_CHUNKED) || job->max_bytes > 0;
 }
 
-/* Does the job count among those the timeout check must look at? */
-static int spl_is_timed(const struct spl_job *job)
+/* The earliest time (ms) at which the job in slot s could time out as it stands, UINT64_MAX
+ * when it cannot: in the HEAD phase the head's limit from the phase's start (the first
+ * byte's wait, then the whole head's); before it, the shorter idle timeout from the last
+ * progress (a tunnel: the client side's), which is the real one or earlier, since which side
+ * it waits on may change without the timer moving. */
+static uint64_t spl_due_ms(const struct spl_slot *s)
 {
-	return job->src_idle_ms || job->dst_idle_ms ||
-	       (job->head_fd >= 0 && (job->head_first_ms || job->head_ms));
+	const struct spl_job *j = &s->job;
+	uint32_t m;
+
+	if (s->phase == SPL_PHASE_HEAD) {
+		m = s->hstarted ? j->head_ms : j->head_first_ms;
+		return m ? s->phase_ms + m : UINT64_MAX;
+	}
+	m = j->src_idle_ms;
+	if (!(j->flags & SPL_JOB_TUNNEL) && j->dst_idle_ms && (m == 0 || j->dst_idle_ms < m))
+		m = j->dst_idle_ms;
+	return m ? s->last_ms + m : UINT64_MAX;
+}
+
+/* Puts slot s's timer where its deadline is now (spl_due_ms), or takes it out of the wheel
+ * when the job cannot time out. Called when a job starts and whenever its deadline may have
+ * come earlier (a new phase, a head's first byte); progress alone never needs it. */
+static void spl_timer_set(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_wheel *w = &e->wheel;
+	int32_t i = (int32_t)(s - e->slots);
+	uint64_t due = spl_due_ms(s);
+
+	if (due == UINT64_MAX) {
+		spl_wheel_del(w, i);
+		return;
+	}
+	due = (due + SPL_TICK_MS - 1) / SPL_TICK_MS; /* the first tick at or after it */
+	if (due <= w->tick)
+		due = w->tick + 1; /* that tick's bucket was checked already: the next one */
+	if (w->link[i].on) {
+		if (w->link[i].due == due)
+			return;
+		spl_wheel_del(w, i);
+	} else if (w->count == 0) {
+		w->tick = e->now_ms / SPL_TICK_MS; /* the wheel starts turning from now */
+		if (due <= w->tick)
+			due = w->tick + 1;
+	}
+	spl_wheel_add(w, i, due);
 }
 
 static void spl_publish(struct spl_engine *e)
@@ -428,8 +475,7 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	}
 	if (how == SPL_END_TIMEOUT)
 		atomic_fetch_add_explicit(&e->st_timeouts, 1, memory_order_relaxed);
-	if (spl_is_timed(&s->job))
-		e->timed--;
+	spl_wheel_del(&e->wheel, (int32_t)(s - e->slots));
 	s->active = 0;
 	e->active--;
 	s->next_free = e->free_head;
@@ -841,6 +887,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		if (!s->hstarted) {
 			s->hstarted = 1;
 			s->phase_ms = e->now_ms; /* from now on head_ms bounds the whole head */
+			spl_timer_set(e, s);
 		}
 		end = spl_head_end(buf, s->hgot + (size_t)n, s->hgot > 3 ? s->hgot - 3 : 0);
 		k = end >= 0 ? (size_t)end - s->hgot : (size_t)n;
@@ -879,6 +926,7 @@ static void spl_advance(struct spl_engine *e, struct spl_slot *s)
 	if (s->phase < SPL_PHASE_HEAD && s->job.head_fd >= 0) {
 		s->phase = SPL_PHASE_HEAD;
 		s->phase_ms = e->now_ms;
+		spl_timer_set(e, s);
 		return;
 	}
 	s->phase = SPL_PHASE_END;
@@ -913,8 +961,6 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 		}
 		s->ready = 0;
 	}
-	if (spl_is_timed(job))
-		e->timed--;
 	job->id = job->next_id;
 	job->next_id = 0;
 	job->flags = SPL_JOB_SKIP_EMPTY;
@@ -927,8 +973,6 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	job->out_len = 0;
 	job->out_buf = -1;
 	job->src_idle_ms = job->dst_idle_ms = 0;
-	if (spl_is_timed(job))
-		e->timed++;
 	s->reg[0] = s->reg[1];
 	s->reg[1] = -1;
 	memset(s->dir, 0, sizeof(s->dir));
@@ -943,6 +987,7 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	s->last_ms = e->now_ms;
 	s->phase = SPL_PHASE_HEAD;
 	s->phase_ms = e->now_ms;
+	spl_timer_set(e, s);
 }
 
 /* Runs the job until it waits, uses its turn or ends. */
@@ -1000,8 +1045,6 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->active = 1;
 	s->last_ms = e->now_ms;
 	e->active++;
-	if (spl_is_timed(job))
-		e->timed++;
 	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = job->dst_fd;
 	s->dir[0].left = tunnel ? UINT64_MAX : (job->flags & SPL_JOB_CHUNKED) ? 0 : job->max_bytes;
@@ -1012,6 +1055,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->phase = SPL_PHASE_SEND;
 	if (job->out_len == 0 && !tunnel)
 		spl_advance(e, s);
+	spl_timer_set(e, s);
 	if (needs_pipe && (spl_pipe_get(e->pool, &s->dir[0].pipe) != 0 ||
 			   (tunnel && spl_pipe_get(e->pool, &s->dir[1].pipe) != 0))) {
 		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
@@ -1080,41 +1124,70 @@ static void spl_take_messages(struct spl_engine *e)
 	}
 }
 
+/* Ends the job in slot s with a timeout if one has expired, as its phase and what it waits
+ * on say (the engine's timeout rules, one place). Returns 1 when it ended the job. */
+static int spl_expire(struct spl_engine *e, struct spl_slot *s)
+{
+	uint64_t idle;
+
+	if (s->phase == SPL_PHASE_HEAD) {
+		uint32_t limit = s->hstarted ? s->job.head_ms : s->job.head_first_ms;
+
+		if (limit && e->now_ms - s->phase_ms >= limit) {
+			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT,
+				   s->job.head_fd == s->job.src_fd ? SPL_SIDE_SRC : SPL_SIDE_DST);
+			return 1;
+		}
+		return 0;
+	}
+	idle = e->now_ms - s->last_ms;
+	if (s->job.flags & SPL_JOB_TUNNEL) {
+		if (s->job.src_idle_ms && idle >= s->job.src_idle_ms) {
+			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
+			return 1;
+		}
+	} else if (s->dir[0].wait == SPL_WAIT_SRC && s->job.src_idle_ms && idle >= s->job.src_idle_ms) {
+		spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
+		return 1;
+	} else if (s->dir[0].wait == SPL_WAIT_DST && s->job.dst_idle_ms && idle >= s->job.dst_idle_ms) {
+		spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_DST);
+		return 1;
+	}
+	return 0;
+}
+
+/* Turns the timer wheel to now: checks the bucket of every tick since the last one checked
+ * (a round at most: after a longer stall every bucket once). A timer due by now whose job has
+ * not expired (progress pushed its deadline later, or it is not waiting) moves to its new
+ * deadline; one not due yet (a later round) stays. Costs the timers in the buckets passed,
+ * not the jobs running. */
 static void spl_check_timeouts(struct spl_engine *e)
 {
-	uint32_t i;
+	struct spl_wheel *w = &e->wheel;
+	uint64_t cur = e->now_ms / SPL_TICK_MS;
+	uint64_t t;
 
-	for (i = 0; i < e->cfg.maxjobs; i++) {
-		struct spl_slot *s = &e->slots[i];
-		uint64_t idle;
+	if (cur - w->tick > SPL_WHEEL_SIZE)
+		w->tick = cur - SPL_WHEEL_SIZE;
+	for (t = w->tick + 1; t <= cur; t++) {
+		int32_t i = w->head[t & (SPL_WHEEL_SIZE - 1)];
 
-		if (!s->active || !spl_is_timed(&s->job))
-			continue;
-		if (s->phase == SPL_PHASE_HEAD) {
-			uint32_t limit = s->hstarted ? s->job.head_ms : s->job.head_first_ms;
+		w->tick = t;
+		while (i != -1) {
+			int32_t next = w->link[i].next; /* i may leave the bucket */
 
-			if (limit && e->now_ms - s->phase_ms >= limit)
-				spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT,
-					   s->job.head_fd == s->job.src_fd ? SPL_SIDE_SRC : SPL_SIDE_DST);
-			continue;
-		}
-		idle = e->now_ms - s->last_ms;
-		if (s->job.flags & SPL_JOB_TUNNEL) {
-			if (s->job.src_idle_ms && idle >= s->job.src_idle_ms)
-				spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
-		} else if (s->dir[0].wait == SPL_WAIT_SRC && s->job.src_idle_ms && idle >= s->job.src_idle_ms) {
-			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
-		} else if (s->dir[0].wait == SPL_WAIT_DST && s->job.dst_idle_ms && idle >= s->job.dst_idle_ms) {
-			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_DST);
+			if (w->link[i].due <= cur && !spl_expire(e, &e->slots[i]))
+				spl_timer_set(e, &e->slots[i]);
+			i = next;
 		}
 	}
+	w->tick = cur;
 }
 
 static void *spl_engine_main(void *arg)
 {
 	struct spl_engine *e = arg;
 	struct epoll_event evs[SPL_MAX_EVENTS];
-	uint64_t last_tick = spl_now_ms();
 	struct sched_param sp;
 
 	/* SCHED_BATCH: a wake-up of this thread (a socket event) never preempts the event loop
@@ -1125,7 +1198,7 @@ static void *spl_engine_main(void *arg)
 	(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 
 	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
-		int timeout = e->nready ? 0 : (e->timed ? SPL_TICK_MS : -1);
+		int timeout = e->nready ? 0 : (e->wheel.count ? SPL_TICK_MS : -1);
 		int n, i;
 
 		if (timeout != 0) {
@@ -1192,10 +1265,8 @@ static void *spl_engine_main(void *arg)
 					e->ready[w++] = e->ready[r];
 			e->nready = w;
 		}
-		if (e->timed && e->now_ms - last_tick >= SPL_TICK_MS) {
-			last_tick = e->now_ms;
+		if (e->wheel.count && e->now_ms / SPL_TICK_MS > e->wheel.tick)
 			spl_check_timeouts(e);
-		}
 		spl_publish(e);
 		if (e->posted) {
 			e->posted = 0;
@@ -1227,6 +1298,7 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->hfree);
 	free(e->rel);
 	free(e->fds);
+	free(e->tlinks);
 	free(e);
 }
 
@@ -1284,6 +1356,10 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		if (e->fds == NULL)
 			goto fail;
 	}
+	e->tlinks = calloc(cfg->maxjobs, sizeof(*e->tlinks));
+	if (e->tlinks == NULL)
+		goto fail;
+	spl_wheel_init(&e->wheel, e->tlinks);
 	for (i = 0; i < cfg->maxjobs; i++)
 		e->slots[i].next_free = (i + 1 < cfg->maxjobs) ? (int32_t)(i + 1) : -1;
 	e->free_head = 0;

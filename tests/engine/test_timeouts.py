@@ -175,3 +175,36 @@ def test_trickled_body_times_out_although_bytes_keep_arriving(net):
     assert (c.end, c.side) == (JobEnd.TIMEOUT, "src"), c
     assert 0 < c.bytes_fwd < 100
     assert 0.15 <= elapsed <= 2.0, elapsed
+
+
+def test_many_timeouts_fire_each_at_its_own_deadline(net):
+    """The timer wheel: 240 waiting head jobs with first-byte limits spread over 0.1-0.5 s,
+    in submission order unlike their deadlines: every one times out, none before its own
+    limit; the jobs given a head in time (every fourth, 5 s limit) complete."""
+    pairs = net.tcp(240)
+    # 0.1 .. 0.5 s, shuffled; every fourth job has 5 s and gets its head in time
+    limits = [5.0 if i % 4 == 0 else 0.1 + (i * 37 % 240) / 600 for i in range(240)]
+    ended: dict[int, tuple] = {}
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        async with engine(maxjobs=256, bufsize=4096) as e:
+            t0 = loop.time()
+            for i, ((w, s), limit) in enumerate(zip(pairs, limits)):
+                fd = s.fileno()
+                e.submit(fd, -1, 0, 0, head_fd=fd, head_first_ms=int(limit * 1000), head_ms=5000,
+                         head_limit=4000, src_gen=e.gen(s),
+                         done=lambda c, i=i: ended.__setitem__(i, (c, loop.time() - t0)))
+            for w, _ in pairs[::4]:
+                w.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            deadline = loop.time() + 10
+            while len(ended) < 240 and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+    run(main())
+    assert len(ended) == 240
+    for i, (c, at) in ended.items():
+        if i % 4 == 0:
+            assert (c.end, c.head) == (JobEnd.DONE, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), i
+        else:
+            assert (c.end, c.head) == (JobEnd.TIMEOUT, None), i
+            assert at >= limits[i] - 0.005, (i, at, limits[i])  # never early (ms rounding aside)
