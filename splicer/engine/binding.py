@@ -37,6 +37,16 @@ if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struc
                                                               for f in _JOB_FIELDS]:  # pragma: no cover
     raise ImportError("struct spl_job's layout does not match binding._JOB; update both together")
 
+_DONE = struct.Struct("=QQQiIIIiIII")
+"""struct spl_done as bytes: id, bytes_fwd, bytes_rev, res, how, side, phase, head_buf,
+head_len, head_info, pad (checked below): a batch is unpacked in one call, not field by field."""
+_DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
+                "head_info", "pad")
+_offsets = [struct.calcsize("=" + _DONE.format[1:i]) for i in range(1, len(_DONE_FIELDS) + 1)]
+if _DONE.size != ffi.sizeof("struct spl_done") or _offsets != [ffi.offsetof("struct spl_done", f)
+                                                                for f in _DONE_FIELDS]:  # pragma: no cover
+    raise ImportError("struct spl_done's layout does not match binding._DONE; update both together")
+
 UNTIL_EOF = 2**64 - 1
 """`max_in` value meaning "until the source reaches end of stream"."""
 
@@ -245,6 +255,7 @@ class EngineHandle:
         self._job = ffi.new("struct spl_job *")
         self._jobbuf = ffi.buffer(self._job)
         self._done = ffi.new("struct spl_done[]", self.REAP_BATCH)
+        self._donebuf = ffi.buffer(self._done)
         self._stats = ffi.new("struct spl_engine_stats *")
         self.eventfd = lib.spl_engine_eventfd(self._e)
         self._obufs = [lib.spl_engine_obuf(self._e, i) for i in range(nbufs)]
@@ -309,16 +320,16 @@ class EngineHandle:
         out = []
         d = self._done
         e = self._e
+        size = _DONE.size
         while True:
             n = lib.spl_reap(e, d, self.REAP_BATCH)
-            for i in range(n):
-                c = d[i]
+            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, _ in _DONE.iter_unpack(
+                    self._donebuf[:n * size]):
                 head = None
-                hb = c.head_buf
                 if hb >= 0:
-                    head = ffi.unpack(self._hbufs[hb], c.head_len)
+                    head = ffi.unpack(self._hbufs[hb], hlen)
                     lib.spl_hbuf_release(e, hb)
-                out.append((c.id, c.bytes_fwd, c.bytes_rev, c.res, c.how, c.side, c.phase, head, c.head_info))
+                out.append((job_id, fwd, rev, res, how, side, phase, head, info))
             if n < self.REAP_BATCH:
                 return out
 
