@@ -66,7 +66,7 @@ struct spl_fdreg {
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
-#define SPL_TICK_MS 50          /* one tick of the timer wheel: timeouts fire within a tick */
+#define SPL_TICK_MS SPL_POLL_TICK_MS /* one tick of the timer wheel: timeouts fire within a tick */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 #define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
@@ -128,7 +128,8 @@ struct spl_engine {
 	int ep;                       /* the engine's epoll */
 	int wake_fd;                  /* Python -> engine: "messages queued" */
 	int done_fd;                  /* engine -> Python: "completions ready" */
-	pthread_t thread;
+	pthread_t thread;             /* thread mode only */
+	int inline_mode;              /* SPL_ENGINE_INLINE: no thread, the caller turns it */
 	atomic_int stop;
 	/* submit ring: Python produces, engine consumes */
 	struct spl_msg *sq;
@@ -1184,10 +1185,95 @@ static void spl_check_timeouts(struct spl_engine *e)
 	w->tick = cur;
 }
 
+/* One turn of the engine: handles the socket events that are ready within `timeout` ms
+ * (-1: waits for one; 0: those ready now) and the queued messages, gives the jobs that used
+ * their budget one more turn, turns the timer wheel and publishes the completions (in thread
+ * mode also signalling done_fd). Returns 0, or -1 when the epoll failed (EBADF/EINVAL: the
+ * engine cannot run any more). Thread: the engine's (thread mode), or the caller's
+ * (inline mode, through spl_engine_poll). */
+static int spl_turn(struct spl_engine *e, int timeout)
+{
+	struct epoll_event evs[SPL_MAX_EVENTS];
+	int n, i;
+
+	if (timeout != 0) {
+		/* Announce the sleep, then look at the queue once more: a message pushed
+		 * before the announcement is seen here, one pushed after it finds the flag
+		 * set and wakes us (spl_wake; both sides fence, as in Dekker's algorithm). */
+		atomic_store_explicit(&e->sleeping, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
+		    atomic_load_explicit(&e->sq_tail, memory_order_acquire))
+			timeout = 0;
+	}
+	n = epoll_wait(e->ep, evs, SPL_MAX_EVENTS, timeout);
+	atomic_store_explicit(&e->sleeping, 0, memory_order_relaxed);
+	if (n == -1 && errno != EINTR)
+		return -1; /* EBADF/EINVAL: the epoll is gone, nothing more can run */
+	e->now_ms = spl_now_ms();
+	if (timeout == 0 && atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
+	    atomic_load_explicit(&e->sq_tail, memory_order_acquire))
+		spl_take_messages(e); /* queued without a wake-up while we were busy */
+	if (n == -1)
+		n = 0; /* EINTR: a signal (blocked here, but a debugger may stop us); go on */
+	for (i = 0; i < n; i++) {
+		uint64_t tag = evs[i].data.u64;
+
+		if (tag == SPL_WAKE_TAG) {
+			spl_drain(e->wake_fd);
+			spl_take_messages(e);
+			continue;
+		}
+		if (tag < e->nfds) {
+			struct spl_fdreg *r = &e->fds[tag];
+			int k;
+
+			/* something arrived (bytes, an end, an error): whatever was known of
+			 * the socket's emptiness is void */
+			if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				r->ended = 1;
+			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				spl_set_quiet(r, 0);
+
+			/* every job using the fd tries its I/O (each waits on EAGAIN again) */
+			for (k = 0; k < SPL_FD_USERS; k++)
+				if (r->users[k] != 0 && e->slots[r->users[k] - 1].active)
+					spl_run(e, &e->slots[r->users[k] - 1]);
+		}
+	}
+	/* jobs that used their budget: one more turn each, in the order they stopped */
+	n = (int)e->nready;
+	for (i = 0; i < n && i < (int)e->nready; i++) {
+		struct spl_slot *s = &e->slots[e->ready[i]];
+
+		s->ready = 0;
+		e->ready[i] = UINT32_MAX;
+		if (s->active)
+			spl_run(e, s);
+	}
+	/* compact: drop the entries just served, keep those re-added meanwhile */
+	{
+		uint32_t w = 0, r;
+
+		for (r = 0; r < e->nready; r++)
+			if (e->ready[r] != UINT32_MAX)
+				e->ready[w++] = e->ready[r];
+		e->nready = w;
+	}
+	if (e->wheel.count && e->now_ms / SPL_TICK_MS > e->wheel.tick)
+		spl_check_timeouts(e);
+	spl_publish(e);
+	if (e->posted) {
+		e->posted = 0;
+		if (!e->inline_mode)
+			spl_signal(e->done_fd);
+	}
+	return 0;
+}
+
 static void *spl_engine_main(void *arg)
 {
 	struct spl_engine *e = arg;
-	struct epoll_event evs[SPL_MAX_EVENTS];
 	struct sched_param sp;
 
 	/* SCHED_BATCH: a wake-up of this thread (a socket event) never preempts the event loop
@@ -1197,82 +1283,9 @@ static void *spl_engine_main(void *arg)
 	memset(&sp, 0, sizeof(sp));
 	(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 
-	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
-		int timeout = e->nready ? 0 : (e->wheel.count ? SPL_TICK_MS : -1);
-		int n, i;
-
-		if (timeout != 0) {
-			/* Announce the sleep, then look at the queue once more: a message pushed
-			 * before the announcement is seen here, one pushed after it finds the flag
-			 * set and wakes us (spl_wake; both sides fence, as in Dekker's algorithm). */
-			atomic_store_explicit(&e->sleeping, 1, memory_order_relaxed);
-			atomic_thread_fence(memory_order_seq_cst);
-			if (atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
-			    atomic_load_explicit(&e->sq_tail, memory_order_acquire))
-				timeout = 0;
-		}
-		n = epoll_wait(e->ep, evs, SPL_MAX_EVENTS, timeout);
-		atomic_store_explicit(&e->sleeping, 0, memory_order_relaxed);
-		if (n == -1 && errno != EINTR)
-			break; /* EBADF/EINVAL: the epoll is gone, nothing more can run */
-		e->now_ms = spl_now_ms();
-		if (timeout == 0 && atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
-		    atomic_load_explicit(&e->sq_tail, memory_order_acquire))
-			spl_take_messages(e); /* queued without a wake-up while we were busy */
-		if (n == -1)
-			n = 0; /* EINTR: a signal (blocked here, but a debugger may stop us); go on */
-		for (i = 0; i < n; i++) {
-			uint64_t tag = evs[i].data.u64;
-
-			if (tag == SPL_WAKE_TAG) {
-				spl_drain(e->wake_fd);
-				spl_take_messages(e);
-				continue;
-			}
-			if (tag < e->nfds) {
-				struct spl_fdreg *r = &e->fds[tag];
-				int k;
-
-				/* something arrived (bytes, an end, an error): whatever was known of
-				 * the socket's emptiness is void */
-				if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-					r->ended = 1;
-				if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-					spl_set_quiet(r, 0);
-
-				/* every job using the fd tries its I/O (each waits on EAGAIN again) */
-				for (k = 0; k < SPL_FD_USERS; k++)
-					if (r->users[k] != 0 && e->slots[r->users[k] - 1].active)
-						spl_run(e, &e->slots[r->users[k] - 1]);
-			}
-		}
-		/* jobs that used their budget: one more turn each, in the order they stopped */
-		n = (int)e->nready;
-		for (i = 0; i < n && i < (int)e->nready; i++) {
-			struct spl_slot *s = &e->slots[e->ready[i]];
-
-			s->ready = 0;
-			e->ready[i] = UINT32_MAX;
-			if (s->active)
-				spl_run(e, s);
-		}
-		/* compact: drop the entries just served, keep those re-added meanwhile */
-		{
-			uint32_t w = 0, r;
-
-			for (r = 0; r < e->nready; r++)
-				if (e->ready[r] != UINT32_MAX)
-					e->ready[w++] = e->ready[r];
-			e->nready = w;
-		}
-		if (e->wheel.count && e->now_ms / SPL_TICK_MS > e->wheel.tick)
-			spl_check_timeouts(e);
-		spl_publish(e);
-		if (e->posted) {
-			e->posted = 0;
-			spl_signal(e->done_fd);
-		}
-	}
+	while (!atomic_load_explicit(&e->stop, memory_order_acquire))
+		if (spl_turn(e, e->nready ? 0 : (e->wheel.count ? SPL_TICK_MS : -1)) != 0)
+			break;
 	return NULL;
 }
 
@@ -1381,6 +1394,11 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		goto fail;
 	}
 	e->now_ms = spl_now_ms();
+	if (cfg->flags & SPL_ENGINE_INLINE) {
+		e->inline_mode = 1; /* no thread: the caller turns the engine (spl_engine_poll) */
+		*out = e;
+		return 0;
+	}
 	/* the thread starts with every signal blocked: they belong to Python's main thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1411,6 +1429,27 @@ int spl_engine_eventfd(const struct spl_engine *e)
 	return e == NULL ? -EINVAL : e->done_fd;
 }
 
+int spl_engine_pollfd(const struct spl_engine *e)
+{
+	return e->ep;
+}
+
+int spl_engine_poll(struct spl_engine *e)
+{
+	int more = 0;
+
+	if (e == NULL || !e->inline_mode)
+		return -EINVAL;
+	if (spl_turn(e, 0) != 0)
+		return -errno;
+	if (e->nready > 0 || atomic_load_explicit(&e->sq_head, memory_order_relaxed) !=
+			     atomic_load_explicit(&e->sq_tail, memory_order_acquire))
+		more |= SPL_POLL_AGAIN;
+	if (e->wheel.count > 0)
+		more |= SPL_POLL_TIMERS;
+	return more;
+}
+
 /* Queues a message; -EAGAIN when the ring is full. */
 static int spl_queue(struct spl_engine *e, uint32_t op, const struct spl_job *job)
 {
@@ -1430,8 +1469,8 @@ static int spl_queue(struct spl_engine *e, uint32_t op, const struct spl_job *jo
 
 void spl_wake(struct spl_engine *e)
 {
-	if (e == NULL || !e->pushed)
-		return;
+	if (e == NULL || e->inline_mode || !e->pushed)
+		return; /* inline: the caller turns the engine, nobody to wake */
 	e->pushed = 0;
 	atomic_thread_fence(memory_order_seq_cst); /* pairs with the engine's, before its sleep */
 	if (atomic_load_explicit(&e->sleeping, memory_order_relaxed))
@@ -1518,7 +1557,8 @@ int spl_reap(struct spl_engine *e, struct spl_done *out, int max)
 
 	if (e == NULL || out == NULL || max < 0)
 		return -EINVAL;
-	spl_drain(e->done_fd);
+	if (!e->inline_mode)
+		spl_drain(e->done_fd); /* inline: never signalled */
 	head = atomic_load_explicit(&e->cq_head, memory_order_relaxed);
 	tail = atomic_load_explicit(&e->cq_tail, memory_order_acquire);
 	while (head != tail && n < max) {
@@ -1528,7 +1568,7 @@ int spl_reap(struct spl_engine *e, struct spl_done *out, int max)
 	atomic_store_explicit(&e->cq_head, head, memory_order_release);
 	atomic_fetch_sub_explicit(&e->inflight, (unsigned)n, memory_order_relaxed);
 	/* more left than `max`: keep the eventfd readable so the caller comes back */
-	if (head != tail)
+	if (head != tail && !e->inline_mode)
 		spl_signal(e->done_fd);
 	return n;
 }
@@ -1600,8 +1640,10 @@ void spl_engine_free(struct spl_engine *e)
 {
 	if (e == NULL)
 		return;
-	atomic_store_explicit(&e->stop, 1, memory_order_release);
-	spl_signal(e->wake_fd);
-	pthread_join(e->thread, NULL);
+	if (!e->inline_mode) {
+		atomic_store_explicit(&e->stop, 1, memory_order_release);
+		spl_signal(e->wake_fd);
+		pthread_join(e->thread, NULL);
+	}
 	spl_engine_release(e);
 }

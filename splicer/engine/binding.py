@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 5
+ABI = 6
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -234,6 +234,8 @@ class EngineHandle:
         bufsize: bytes of each head and out buffer (tune.bufsize; a head read by the engine
             is at most this long).
         nbufs: out buffers and head buffers, each (0: no job may send or read a head).
+        inline: no engine thread: the caller's loop turns the engine with poll() whenever
+            `pollfd` is readable (SPL_ENGINE_INLINE); `cpu` is then not used.
 
     Raises:
         EngineError: the engine could not start (EINVAL for a bad CPU, EMFILE...).
@@ -241,10 +243,13 @@ class EngineHandle:
 
     REAP_BATCH = 64
 
+    POLL_AGAIN, POLL_TIMERS, POLL_TICK = lib.SPL_POLL_AGAIN, lib.SPL_POLL_TIMERS, lib.SPL_POLL_TICK_MS / 1000
+
     def __init__(self, cpu: int, pipesize: int, maxpipes: int, maxjobs: int, bufsize: int = 0,
-                 nbufs: int = 0) -> None:
+                 nbufs: int = 0, inline: bool = False) -> None:
         cfg = ffi.new("struct spl_cfg *", {"cpu": cpu, "pipesize": pipesize, "maxpipes": maxpipes,
-                                           "maxjobs": maxjobs, "bufsize": bufsize, "nbufs": nbufs})
+                                           "maxjobs": maxjobs, "bufsize": bufsize, "nbufs": nbufs,
+                                           "flags": lib.SPL_ENGINE_INLINE if inline else 0})
         out = ffi.new("struct spl_engine **")
         rc = lib.spl_engine_new(cfg, out)
         if rc != 0:
@@ -258,6 +263,8 @@ class EngineHandle:
         self._donebuf = ffi.buffer(self._done)
         self._stats = ffi.new("struct spl_engine_stats *")
         self.eventfd = lib.spl_engine_eventfd(self._e)
+        self.pollfd = lib.spl_engine_pollfd(self._e)
+        self.inline = inline
         self._obufs = [lib.spl_engine_obuf(self._e, i) for i in range(nbufs)]
         self._hbufs = [lib.spl_engine_hbuf(self._e, i) for i in range(nbufs)]
 
@@ -288,6 +295,21 @@ class EngineHandle:
         """Wake the engine for the jobs queued since the last wake (no syscall while it is busy)."""
         if self._e is not None:
             lib.spl_wake(self._e)
+
+    def poll(self) -> int:
+        """Inline mode: one non-blocking turn of the engine (spl_engine_poll): queued jobs
+        started, ready socket events handled, timeouts due fired, completions published.
+        Returns POLL_AGAIN / POLL_TIMERS bits (see engine.h).
+
+        Raises:
+            EngineError: the engine is closed, in thread mode (EINVAL), or its epoll failed.
+        """
+        if self._e is None:
+            raise EngineError(_errno.EBADF, "spl_engine_poll: the engine is closed")
+        rc = lib.spl_engine_poll(self._e)
+        if rc < 0:
+            _raise(rc, "spl_engine_poll")
+        return rc
 
     def put_out(self, idx: int, data: bytes) -> None:
         """Copy `data` (at most bufsize bytes) into out buffer `idx` for the next job naming it."""

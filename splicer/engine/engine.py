@@ -156,6 +156,11 @@ class Engine:
         maxjobs: jobs in flight at most; beyond, splice() raises EngineBusy.
         bufsize: bytes of each head and out buffer (haproxy tune.bufsize).
         nbufs: out and head buffers, each (None: maxjobs, so a job never lacks one).
+        inline: no engine thread: this loop turns the engine itself (spl_engine_poll) when
+            one of its sockets has an event, after each iteration that submitted jobs, and
+            each tick while a job has a timeout. For a worker pinned to one CPU, where an
+            engine thread would only share that CPU with the loop, this saves a wake-up and
+            two thread switches per batch.
 
     Raises:
         EngineError: the engine thread could not start.
@@ -163,10 +168,11 @@ class Engine:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, cpu: int = -1, pipesize: int = 0,
                  maxpipes: int = 1024, maxjobs: int = 8192, bufsize: int = 16384,
-                 nbufs: int | None = None) -> None:
+                 nbufs: int | None = None, inline: bool = False) -> None:
         self.loop = loop
         nbufs = maxjobs if nbufs is None else nbufs
-        self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs, bufsize, nbufs)
+        self._h = EngineHandle(cpu, pipesize, maxpipes, maxjobs, bufsize, nbufs, inline)
+        self.inline = inline
         self.bufsize = bufsize
         self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
         self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
@@ -179,7 +185,37 @@ class Engine:
         self._next = 1
         self._closed = False
         self._wake_due = False  # a wake of the engine is scheduled for this loop iteration
-        loop.add_reader(self._h.eventfd, self._on_eventfd)
+        self._tick: asyncio.TimerHandle | None = None  # inline: the next timeout check
+        if inline:
+            loop.add_reader(self._h.pollfd, self._poll)
+        else:
+            loop.add_reader(self._h.eventfd, self._on_eventfd)
+
+    def _poll(self) -> None:
+        """Inline mode: turn the engine once, then dispatch the completions it published."""
+        if self._closed:
+            return
+        more = self._h.poll()
+        self._on_eventfd()
+        if more & EngineHandle.POLL_AGAIN and not self._wake_due:
+            self._wake_due = True  # work no event will announce: turn again next iteration
+            self.loop.call_soon(self._wake)
+        if more & EngineHandle.POLL_TIMERS and self._tick is None and not self._closed:
+            self._tick = self.loop.call_later(EngineHandle.POLL_TICK, self._on_tick)
+
+    def _on_tick(self) -> None:
+        self._tick = None
+        self._poll()
+
+    def _cancel_job(self, job_id: int) -> bool:
+        """Queue the engine's cancel of a job (False: the queue is full); inline, the engine
+        is turned in this loop iteration to carry it out (thread mode wakes by itself)."""
+        if not self._h.cancel(job_id):
+            return False
+        if self.inline and not self._wake_due:
+            self._wake_due = True
+            self.loop.call_soon(self._wake)
+        return True
 
     def _on_eventfd(self) -> None:
         futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
@@ -248,13 +284,13 @@ class Engine:
             self._cbs.pop(job_id, None)
             done(Completion(JobEnd.CANCELLED, 0, 0, errno.ECANCELED, "dst"))
             return
-        if not self._h.cancel(job_id):  # the queue is full: reap, then try again soon
+        if not self._cancel_job(job_id):  # the queue is full: reap, then try again soon
             self._on_eventfd()
             if job_id in self._cbs:
                 self.loop.call_later(0.001, self._retry_cancel, job_id)
 
     def _retry_cancel(self, job_id: int) -> None:
-        if job_id in self._cbs and not self._closed and not self._h.cancel(job_id):
+        if job_id in self._cbs and not self._closed and not self._cancel_job(job_id):
             self._on_eventfd()
             if job_id in self._cbs:
                 self.loop.call_later(0.001, self._retry_cancel, job_id)
@@ -324,9 +360,9 @@ class Engine:
         engine has let go of its fds."""
         if fut.done():
             return
-        if not self._h.cancel(job_id):
+        if not self._cancel_job(job_id):
             self._on_eventfd()
-            while not fut.done() and not self._h.cancel(job_id):
+            while not fut.done() and not self._cancel_job(job_id):
                 try:
                     await asyncio.sleep(0.001)
                 except asyncio.CancelledError:
@@ -380,7 +416,7 @@ class Engine:
             # has stopped the job (until then the engine owns the fds)
             done = self.loop.create_future()
             self._futs[job_id] = done
-            while not self._h.cancel(job_id):  # the queue is full: reap, then try again
+            while not self._cancel_job(job_id):  # the queue is full: reap, then try again
                 self._on_eventfd()
                 if done.done():
                     raise
@@ -419,13 +455,26 @@ class Engine:
 
     def _wake(self) -> None:
         self._wake_due = False
-        if not self._closed:
+        if self._closed:
+            return
+        if self.inline:
+            self._poll()
+        else:
             self._h.wake()
 
     def wake_now(self) -> None:
         """Wake the engine for the jobs submitted so far now, not at the end of this loop
-        iteration (the scheduled wake-up then finds nothing new and costs nothing)."""
-        if not self._closed:
+        iteration (the scheduled wake-up then finds nothing new and costs nothing). Inline,
+        the engine is turned (jobs started) and its completions wait for the next turn."""
+        if self._closed:
+            return
+        if self.inline:
+            if self._h.poll() & EngineHandle.POLL_TIMERS and self._tick is None:
+                self._tick = self.loop.call_later(EngineHandle.POLL_TICK, self._on_tick)
+            if not self._wake_due:
+                self._wake_due = True  # dispatch what it published in the next iteration
+                self.loop.call_soon(self._wake)
+        else:
             self._h.wake()
 
     def stats(self) -> EngineStats:
@@ -437,7 +486,10 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        self.loop.remove_reader(self._h.eventfd)
+        self.loop.remove_reader(self._h.pollfd if self.inline else self._h.eventfd)
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
         self._h.close()
         for fut in self._futs.values():
             if not fut.done():

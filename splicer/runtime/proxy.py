@@ -160,6 +160,20 @@ class FrontendRT:
             sock.close()
 
 
+def engine_inline(cpu: int) -> bool:
+    """Whether this worker's engine runs inline, turned by the event loop, rather than on a
+    thread of its own: when the worker may run on one CPU only (its `cpu-map` entry, or the
+    one CPU the master gives each worker) and no other CPU is asked for the engine, a thread
+    would only share that CPU with the loop, at the price of a wake-up and two thread
+    switches per batch of jobs. The environment variable SPLICER_ENGINE (`thread` or
+    `inline`) overrides the choice, for measurements and tests."""
+    forced = os.environ.get("SPLICER_ENGINE")
+    if forced in ("thread", "inline"):
+        return forced == "inline"
+    cpus = os.sched_getaffinity(0)
+    return len(cpus) == 1 and cpu in (-1, *cpus)
+
+
 class Proxy:
     """Every frontend and backend of one Config, served by one event loop.
 
@@ -188,7 +202,7 @@ class Proxy:
         # heads are read into and written from the engine's buffers: room for the largest head
         # accepted (tune.bufsize) plus the fields splicer adds when forwarding it
         self.engine = Engine(loop, cpu, pipesize, maxpipes, maxjobs=2 * g.maxconn + 64,
-                             bufsize=g.bufsize + HEAD_ROOM)
+                             bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]

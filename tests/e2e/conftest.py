@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -67,7 +68,8 @@ class SplicerProcess:
         log_path: file receiving its stderr.
     """
 
-    def __init__(self, cfg_path: Path, log_path: Path, ports: list[int], workers: int = 1) -> None:
+    def __init__(self, cfg_path: Path, log_path: Path, ports: list[int], workers: int = 1,
+                 env: dict[str, str] | None = None) -> None:
         self.cfg_path = cfg_path
         self.workers = workers
         self.log_path = log_path
@@ -75,7 +77,7 @@ class SplicerProcess:
         self.port = ports[0] if ports else None
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path)], stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=None if env is None else {**os.environ, **env})
         for p in ports:
             wait_port(p, self.proc)
         # the master listens before it forks the workers: started means forked, too
@@ -124,16 +126,17 @@ class SplicerProcess:
 
 @pytest.fixture
 def start_splicer(tmp_path):
-    """Factory: start_splicer(cfg_text, ports=[...], workers=1) -> SplicerProcess, stopped at
-    teardown. The config text is written as-is; ports lists the bind ports to wait for;
-    workers is how many stats lines a SIGUSR1 brings (the config's nbthread).
+    """Factory: start_splicer(cfg_text, ports=[...], workers=1, env=None) -> SplicerProcess,
+    stopped at teardown. The config text is written as-is; ports lists the bind ports to wait
+    for; workers is how many stats lines a SIGUSR1 brings (the config's nbthread); env adds
+    environment variables.
     """
     started = []
 
-    def start(cfg_text: str, ports: list[int], workers: int = 1) -> SplicerProcess:
+    def start(cfg_text: str, ports: list[int], workers: int = 1, env: dict[str, str] | None = None) -> SplicerProcess:
         cfg = tmp_path / f"splicer{len(started)}.cfg"
         cfg.write_text(cfg_text)
-        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports, workers)
+        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports, workers, env)
         started.append(sp)
         return sp
 

@@ -34,9 +34,24 @@ def task_ids() -> set[int]:
     return {int(t) for t in os.listdir("/proc/self/task")}
 
 
+MODE = {"inline": False}
+"""The engine mode the running test uses (the `engine_mode` fixture sets it)."""
+
+
+@pytest.fixture(autouse=True, params=["thread", "inline"])
+def engine_mode(request):
+    """Every engine test runs twice: with the engine on its own thread, and inline (turned
+    by the test's event loop, as a worker pinned to one CPU runs it)."""
+    MODE["inline"] = request.param == "inline"
+    yield request.param
+    MODE["inline"] = False
+
+
 @contextlib.asynccontextmanager
 async def engine(**kw):
-    """An Engine on the running loop, closed (thread joined) on exit, before any socket closes."""
+    """An Engine on the running loop, closed (thread joined) on exit, before any socket closes;
+    inline or on a thread as the `engine_mode` fixture says."""
+    kw.setdefault("inline", MODE["inline"])
     e = Engine(asyncio.get_running_loop(), **kw)
     try:
         yield e

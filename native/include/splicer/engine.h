@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 5
+#define SPL_ENGINE_ABI 6
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -214,6 +214,8 @@ struct spl_done {
 };
 
 /* Engine settings. */
+#define SPL_ENGINE_INLINE 1u /* struct spl_cfg.flags: no thread, the caller turns the engine */
+
 struct spl_cfg {
 	int32_t cpu;       /* CPU to pin the engine thread to, -1 = not pinned */
 	uint32_t pipesize; /* tune.pipesize, bytes (0 = kernel default) */
@@ -221,6 +223,7 @@ struct spl_cfg {
 	uint32_t maxjobs;  /* jobs in flight at most (submitted and not yet reaped) */
 	uint32_t bufsize;  /* bytes of each head and out buffer (tune.bufsize), 0 = no buffers */
 	uint32_t nbufs;    /* out buffers (the caller's) and head buffers (the engine's), each */
+	uint32_t flags;    /* SPL_ENGINE_INLINE, or 0 for an engine thread */
 };
 
 /* Engine counters (read without locks; each value is updated atomically). */
@@ -285,6 +288,21 @@ const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx);
 /* Gives head buffer `idx` back to the engine. Thread: the submitting thread. Never blocks:
  * the release ring has room for every buffer. Returns 0 or -EINVAL. */
 int spl_hbuf_release(struct spl_engine *e, int32_t idx);
+
+/* Inline mode (SPL_ENGINE_INLINE): the engine has no thread; the caller's event loop turns
+ * it. spl_engine_pollfd() is the engine's epoll fd, readable while a socket event waits: the
+ * loop watches it and calls spl_engine_poll(), which handles what is ready now (the queued
+ * jobs, socket events, jobs owed a turn, timeouts due) without blocking and publishes the
+ * completions for spl_reap(). It returns SPL_POLL_AGAIN when work is left that no event
+ * will announce (jobs that used their budget: poll again soon), plus SPL_POLL_TIMERS while
+ * a job has a timeout (poll at least every SPL_POLL_TICK_MS), or -EINVAL in thread mode.
+ * When the engine shares one CPU with the loop, this saves the wake-ups and thread switches
+ * of thread mode. Thread: the submitting thread. */
+#define SPL_POLL_AGAIN 1
+#define SPL_POLL_TIMERS 2
+#define SPL_POLL_TICK_MS 50
+int spl_engine_pollfd(const struct spl_engine *e);
+int spl_engine_poll(struct spl_engine *e);
 
 /* 1 when the engine knows that socket `fd`, registered with generation `gen` (non-zero) by
  * an earlier job and used by no job now, holds nothing to read: no byte and no end of stream
