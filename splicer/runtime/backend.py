@@ -21,7 +21,7 @@ import socket
 from collections import deque
 from dataclasses import dataclass, field
 
-from splicer.balance import ALGORITHMS
+from splicer.balance import key_function, make_balancer
 from splicer.config.model import Backend as BackendModel
 from splicer.config.model import Server as ServerModel
 from splicer.errors import NoServerAvailable
@@ -87,8 +87,8 @@ class Backend:
         self.name = model.name
         self.loop = loop
         self.servers = [Server(s, i, resolve_address(s.host, s.port)) for i, s in enumerate(model.servers)]
-        self.balancer = ALGORITHMS[model.balance]([s.weight for s in model.servers],
-                                                  [s.maxconn for s in model.servers])
+        self.balancer = make_balancer(model)
+        self._key_fn = key_function(model.balance_args, model.hash_type)
         for s in self.servers:
             if s.model.disabled:
                 self.balancer.set_up(s.index, False)
@@ -100,18 +100,33 @@ class Backend:
         self.queue_timeout = t.queue if t.queue is not None else t.connect
         self._purge_timer: asyncio.TimerHandle | None = None
 
-    async def _pick(self, avoid: set[int]) -> int:
+    def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
+        """The balancing key of a request (balance/key.py), or None when the algorithm
+        hashes none or the request has none (the balancer then goes round-robin)."""
+        fn = self._key_fn
+        return None if fn is None else fn(target, headers, client_ip)
+
+    def _queue_limit(self, candidates: list[int]) -> int | None:
+        """How many requests may wait: the sum of the candidates' `maxqueue` when each sets
+        one, else None (no limit). haproxy counts maxqueue per server queue; splicer has
+        one backend queue, which every candidate server drains."""
+        limits = [self.servers[k].model.maxqueue for k in candidates]
+        return sum(limits) if limits and all(limits) else None
+
+    async def _pick(self, avoid: set[int], key: int | None = None) -> int:
         """A server index with a free slot, waiting in the queue while all are full."""
         deadline = None
         while True:
-            i = self.balancer.pick(avoid)
+            i = self.balancer.pick(avoid, key, self.loop.time())
             if i is not None:
                 self.balancer.take_conn(i)
                 return i
-            usable = [k for k in range(len(self.servers))
-                      if k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0]
+            usable = [k for k in self.balancer.group() if k not in avoid]
             if not usable:
                 raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
+            limit = self._queue_limit(usable)
+            if limit is not None and deadline is None and len(self._queue) >= limit:
+                raise NoServerAvailable(f"backend '{self.name}': queue full (maxqueue)", "sQ")
             # every candidate is at its maxconn: queue (haproxy `timeout queue`)
             if deadline is None and self.queue_timeout is not None:
                 deadline = self.loop.time() + self.queue_timeout
@@ -128,16 +143,16 @@ class Backend:
                 if fut in self._queue:
                     self._queue.remove(fut)
 
-    async def _pick_other(self, avoid: set[int]) -> int:
+    async def _pick_other(self, avoid: set[int], key: int | None = None) -> int:
         """_pick() avoiding the servers that already failed this request; when that leaves
         none, any server again (haproxy retries on the same server when there is no other)."""
         try:
-            return await self._pick(avoid)
+            return await self._pick(avoid, key)
         except NoServerAvailable:
             if not avoid:
                 raise
             avoid.clear()
-            return await self._pick(avoid)
+            return await self._pick(avoid, key)
 
     def _wake_queue(self) -> None:
         while self._queue:
@@ -147,15 +162,19 @@ class Backend:
                 return
 
     def others_usable(self, avoid: set[int]) -> bool:
-        """True when some server outside `avoid` is up with a non-zero weight (full or not)."""
-        return any(k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0
-                   for k in range(len(self.servers)))
+        """True when some server of the group in use (the active servers, or the backups
+        when none is up) outside `avoid` is up with a non-zero weight (full or not)."""
+        return any(k not in avoid for k in self.balancer.group())
 
-    def pick_now(self) -> int | None:
+    def pick_now(self, key: int | None = None) -> int | None:
         """A server index with a free slot, taken, if the balancer has one at once (no queue:
         None when every server is full or down). Give it to idle_lease(), then to
-        acquire(picked=) when it had no idle connection."""
-        i = self.balancer.pick(())
+        acquire(picked=) when it had no idle connection.
+
+        Args:
+            key: the request's balancing key (key_of()), None when it has none.
+        """
+        i = self.balancer.pick((), key, self.loop.time())
         if i is not None:
             self.balancer.take_conn(i)
         return i
@@ -169,7 +188,7 @@ class Backend:
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
                       left: int | None = None, only: int | None = None,
-                      picked: int | None = None) -> Lease:
+                      picked: int | None = None, key: int | None = None) -> Lease:
         """Lend a connection to a server of this backend, retrying failed connects as
         http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
@@ -181,6 +200,7 @@ class Backend:
             only: the index of the one server to use (a retry to the same server).
             picked: a server whose slot pick_now() took already (its idle connections
                 were looked at: a new one is opened).
+            key: the request's balancing key (key_of()), None when it has none.
 
         Returns:
             A Lease; give it back with release().
@@ -196,7 +216,7 @@ class Backend:
         if picked is not None:
             i = picked
         else:
-            i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid))
+            i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid, key))
         used = 0
         while True:
             srv = self.servers[i]
@@ -226,7 +246,7 @@ class Backend:
                     if not self.others_usable(avoid):
                         avoid = {i}  # every server failed once: round again, this one last
                     if self.others_usable(avoid):
-                        i = await self._pick_other(avoid)
+                        i = await self._pick_other(avoid, key)
                         if i != srv.index:
                             self.counters.wredis += 1
                             srv.counters.wredis += 1
