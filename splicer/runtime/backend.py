@@ -7,8 +7,11 @@ connect is retried as http/retry.py decides (when `retry-on` lists conn-failure,
 default) within the request's budget of `retries`, on another server when `option
 redispatch` is set (on the same one otherwise, after haproxy's turn-around delay of
 min(timeout connect, 1 s)).
+The balancer chooses among the group in use (balance/base.py: the active servers, or the
+backups when none is up) with the request's key for the hash algorithms (key_of()).
 When every usable server is at its maxconn, the request waits in the backend queue for up
-to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
+to `timeout queue` (haproxy falls back to `timeout connect`), in arrival order, or gets 503
+at once when the queue holds as many requests as the servers' `maxqueue` add up to. release() gives the
 connection back to the idle pool or closes it, and frees the server's slot. While any pool
 holds a connection, a timer closes those idle past their pool's max_idle (haproxy purges
 idle connections on a task too): a quiet worker does not hold them forever.
@@ -93,7 +96,8 @@ class Backend:
             if s.model.disabled:
                 self.balancer.set_up(s.index, False)
         self.counters = Counters()
-        self._queue: deque[asyncio.Future] = deque()
+        self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
+        self._fifo = self._key_fn is None  # any free slot suits any request: strict FIFO
         self.policy = RetryPolicy(model.retries, model.retry_on, model.redispatch)
         t = model.timeouts
         self.connect_timeout = t.connect
@@ -114,34 +118,56 @@ class Backend:
         return sum(limits) if limits and all(limits) else None
 
     async def _pick(self, avoid: set[int], key: int | None = None) -> int:
-        """A server index with a free slot, waiting in the queue while all are full."""
+        """A server index with a free slot, waiting in the queue while all are full.
+
+        The queue is FIFO: with an algorithm whose slots suit any request (all but the hash
+        ones), a request arriving while others wait goes behind them, and a released slot
+        wakes the first waiter. A woken waiter that still finds no slot (its own server is
+        full, or it avoids the one freed) keeps its place and passes the wake to the next
+        one. With a hash algorithm a new request whose server has room is served at once.
+        """
         deadline = None
-        while True:
-            i = self.balancer.pick(avoid, key, self.loop.time())
-            if i is not None:
-                self.balancer.take_conn(i)
-                return i
-            usable = [k for k in self.balancer.group() if k not in avoid]
-            if not usable:
-                raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
-            limit = self._queue_limit(usable)
-            if limit is not None and deadline is None and len(self._queue) >= limit:
-                raise NoServerAvailable(f"backend '{self.name}': queue full (maxqueue)", "sQ")
-            # every candidate is at its maxconn: queue (haproxy `timeout queue`)
-            if deadline is None and self.queue_timeout is not None:
-                deadline = self.loop.time() + self.queue_timeout
-            fut = self.loop.create_future()
-            self._queue.append(fut)
-            try:
+        entry: list | None = None  # [future]: our place in the queue, kept while we wait
+        took = False
+        try:
+            while True:
+                if entry is None and self._queue and self._fifo:
+                    i = None  # others are waiting already: behind them
+                else:
+                    i = self.balancer.pick(avoid, key, self.loop.time())
+                if i is not None:
+                    self.balancer.take_conn(i)
+                    took = True
+                    return i
+                usable = [k for k in self.balancer.group() if k not in avoid]
+                if not usable:
+                    raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
+                if entry is None:
+                    limit = self._queue_limit(usable)
+                    if limit is not None and len(self._queue) >= limit:
+                        raise NoServerAvailable(f"backend '{self.name}': queue full (maxqueue)", "sQ")
+                    # every candidate is at its maxconn: queue (haproxy `timeout queue`)
+                    if self.queue_timeout is not None:
+                        deadline = self.loop.time() + self.queue_timeout
+                    entry = [None]
+                    self._queue.append(entry)
+                else:
+                    self._wake_queue(after=entry)  # woken for nothing: the next one may fit
+                fut = entry[0] = self.loop.create_future()
                 left = None if deadline is None else deadline - self.loop.time()
                 if left is not None and left <= 0:
                     raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ")
-                await asyncio.wait_for(fut, left)
-            except TimeoutError:
-                raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ") from None
-            finally:
-                if fut in self._queue:
-                    self._queue.remove(fut)
+                try:
+                    await asyncio.wait_for(fut, left)
+                except TimeoutError:
+                    raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ") from None
+        finally:
+            if entry is not None:
+                fut = entry[0]
+                woken = fut is not None and fut.done() and not fut.cancelled()
+                self._queue.remove(entry)
+                if woken and not took:
+                    self._wake_queue()  # leaving (a timeout, a cancellation) with a wake unused
 
     async def _pick_other(self, avoid: set[int], key: int | None = None) -> int:
         """_pick() avoiding the servers that already failed this request; when that leaves
@@ -154,10 +180,15 @@ class Backend:
             avoid.clear()
             return await self._pick(avoid, key)
 
-    def _wake_queue(self) -> None:
-        while self._queue:
-            fut = self._queue.popleft()
-            if not fut.done():
+    def _wake_queue(self, after: list | None = None) -> None:
+        """Wake the first waiter not woken yet (after the entry `after`, when given)."""
+        seen = after is None
+        for entry in self._queue:
+            if not seen:
+                seen = entry is after
+                continue
+            fut = entry[0]
+            if fut is not None and not fut.done():
                 fut.set_result(None)
                 return
 
@@ -168,12 +199,14 @@ class Backend:
 
     def pick_now(self, key: int | None = None) -> int | None:
         """A server index with a free slot, taken, if the balancer has one at once (no queue:
-        None when every server is full or down). Give it to idle_lease(), then to
+        None when every server is full or down, or requests are queued before this one). Give it to idle_lease(), then to
         acquire(picked=) when it had no idle connection.
 
         Args:
             key: the request's balancing key (key_of()), None when it has none.
         """
+        if self._queue and self._fifo:
+            return None  # others are waiting: this request goes behind them
         i = self.balancer.pick((), key, self.loop.time())
         if i is not None:
             self.balancer.take_conn(i)
