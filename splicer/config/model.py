@@ -77,6 +77,8 @@ class Server:
             server's weight and maxconn ramp up over this time.
         maxqueue: haproxy `maxqueue`: at most this many requests wait for this server
             (0 = no limit); see runtime/backend.py for how the backend queue counts them.
+        explicit: the option fields the `server` line itself sets; the others come from
+            the `default-server` lines above it (resolve.py). Not part of equality.
     """
 
     name: str
@@ -94,6 +96,7 @@ class Server:
     maxqueue: int = 0
     file: str = ""
     line: int = 0
+    explicit: frozenset = field(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,8 @@ class Backend:
     Attributes:
         balance: the `balance` algorithm's name (default roundrobin); its arguments are in
             balance_args.
-        balance_args: the whole `balance` line (Balance).
+        balance_args: the whole `balance` line (Balance); None when constructed means
+            `Balance(balance)`, the algorithm without arguments (filled in at creation).
         hash_type: `hash-type` (HashType; haproxy's default map-based sdbm).
         hash_balance_factor: `hash-balance-factor`, 0 (no bound) or > 100.
         allbackups: `option allbackups`: all backup servers take traffic when every active
@@ -213,7 +217,7 @@ class Backend:
     name: str
     mode: str
     balance: str = "roundrobin"
-    balance_args: Balance = field(default_factory=Balance)
+    balance_args: Balance | None = None
     hash_type: HashType = field(default_factory=HashType)
     hash_balance_factor: int = 0
     allbackups: bool = False
@@ -237,6 +241,10 @@ class Backend:
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0
+
+    def __post_init__(self) -> None:
+        if self.balance_args is None:
+            object.__setattr__(self, "balance_args", Balance(self.balance))
 
 
 @dataclass(frozen=True)
