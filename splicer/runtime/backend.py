@@ -104,6 +104,11 @@ class Backend:
         self.queue_timeout = t.queue if t.queue is not None else t.connect
         self._purge_timer: asyncio.TimerHandle | None = None
 
+    @property
+    def queued(self) -> int:
+        """Requests waiting in the queue now (haproxy's qcur)."""
+        return len(self._queue)
+
     def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
         """The balancing key of a request (balance/key.py), or None when the algorithm
         hashes none or the request has none (the balancer then goes round-robin)."""

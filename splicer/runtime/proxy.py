@@ -217,8 +217,9 @@ class Proxy:
             "worker": self.worker,
             "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
             "backends": {
-                be.name: dict(be.counters.as_dict(), servers={
-                    s.model.name: s.counters.as_dict() for s in be.servers})
+                be.name: dict(be.counters.as_dict(), qcur=be.queued, servers={
+                    s.model.name: dict(s.counters.as_dict(), scur=be.balancer.active[s.index])
+                    for s in be.servers})
                 for be in self.backends.values()},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,
