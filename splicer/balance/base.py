@@ -56,6 +56,7 @@ class Balancer:
         self.up = [True] * n
         self.active = [0] * n
         self._up_at: list[float | None] = [None] * n  # when a slowstart ramp began (None: at full)
+        self._group: list[int] | None = None  # group() until the next set_up/set_weight
 
     # -- weights ----------------------------------------------------------------------------
 
@@ -107,7 +108,12 @@ class Balancer:
     def group(self) -> list[int]:
         """The servers a pick chooses among now, in declaration order (see the module
         docstring): the live active servers, else the live backups (all with
-        `option allbackups`, else the first), else none."""
+        `option allbackups`, else the first), else none. Do not change the list."""
+        if self._group is None:
+            self._group = self._compute_group()
+        return self._group
+
+    def _compute_group(self) -> list[int]:
         n = len(self.weights)
         active = [i for i in range(n) if not self.backups[i] and self.alive(i)]
         if active:
@@ -149,11 +155,13 @@ class Balancer:
         elif not up:
             self._up_at[i] = None
         self.up[i] = up
+        self._group = None
 
     def set_weight(self, i: int, weight: int) -> None:
         """Change server `i`'s configured weight, 0..256 (haproxy update_server_eweight;
         static algorithms ignore it while the server stays up)."""
         self.weights[i] = weight
+        self._group = None
 
     def take_conn(self, i: int) -> None:
         """Count a connection (a request being served) on server `i` (haproxy server_take_conn)."""

@@ -93,23 +93,32 @@ class ConsistentHash(Balancer):
             return None, group[0]
         return self._rings[self.backups[group[0]]], None
 
-    def eligible(self, i: int, now: float) -> bool:
-        """Bounded loads: server `i` is under its share of the allowed total (module doc).
+    def _slots(self, now: float) -> dict[int, int]:
+        """Bounded loads: the most requests each server of the group may serve now (module
+        docstring): its weighted share of ceil((all served + 1) * factor / 100), the
+        remainder spread by cumulative weight, at least 1 (haproxy
+        chash_server_is_eligible())."""
+        group = self.group()
+        weights = [self.eweight(k, now) for k in group]
+        tot = sum(weights)
+        out: dict[int, int] = {}
+        if tot == 0:
+            return out
+        allowed = ((sum(self.active) + 1) * self.balance_factor + 99) // 100
+        per, rem = divmod(allowed, tot)
+        before = 0
+        for k, w in zip(group, weights):
+            slots = w * per + ((before + w) * rem) // tot - (before * rem) // tot
+            out[k] = max(slots, 1)
+            before += w
+        return out
 
-        Always True without `hash-balance-factor`.
-        """
+    def eligible(self, i: int, now: float) -> bool:
+        """Bounded loads: server `i` is under its share of the allowed total; always True
+        without `hash-balance-factor`."""
         if not self.balance_factor:
             return True
-        group = self.group()
-        tot = sum(self.eweight(k, now) for k in group)
-        if tot == 0:
-            return False
-        before = sum(self.eweight(k, now) for k in group if k < i)
-        w = self.eweight(i, now)
-        slots_total = ((sum(self.active) + 1) * self.balance_factor + 99) // 100
-        per, rem = divmod(slots_total, tot)
-        slots = w * per + ((before + w) * rem) // tot - (before * rem) // tot
-        return self.active[i] < max(slots, 1)
+        return self.active[i] < self._slots(now).get(i, 0)
 
     def lookup(self, key: int, avoid: set[int], now: float) -> int | None:
         """The server the ring gives `key` (full or not), skipping avoided and, with a
@@ -126,9 +135,10 @@ class ConsistentHash(Balancer):
         prev = (pos - 1) % n
         if (key - ring[prev][0]) & MASK <= (ring[pos][0] - key) & MASK:
             pos = prev
+        slots = self._slots(now) if self.balance_factor else None
         for k in range(n):
             i = ring[(pos + k) % n][1]
-            if i not in avoid and self.eligible(i, now):
+            if i not in avoid and (slots is None or self.active[i] < slots.get(i, 0)):
                 return i
         return None
 

@@ -141,3 +141,31 @@ def test_first_fills_servers_in_order_by_maxconn(start_splicer, www):
     finally:
         for o in origins:
             o.stop()
+
+
+def test_slowstart_ramps_a_returning_servers_share(start_splicer, www):
+    w1, w2 = Origin("w1", www[0]), Origin("w2", www[0])
+    back = None
+    try:
+        port = free_port()
+        opts = f"{CHECK} slowstart 160s"
+        cfg = http_config(port, [], extra_backend=f"    server w1 127.0.0.1:{w1.port} {opts}\n"
+                                                  f"    server w2 127.0.0.1:{w2.port} {opts}\n")
+        sp = start_splicer(cfg, [port])
+        assert spread(port, 20) == {(200, "w1"): 10, (200, "w2"): 10}   # no ramp at start-up
+        w2_port = w2.port
+        w2.stop()
+        wait_log(sp, "server w2 is DOWN")
+        back = subprocess.Popen([sys.executable, "-m", "splicer.demo.origin", "--port", str(w2_port),
+                                 "--root", www[0], "--name", "w2"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(w2_port, back)
+        wait_log(sp, "server w2 is UP")
+        # for the first 10 s of its 160 s ramp, w2 weighs 1/16 of w1: 1 pick in 17
+        assert spread(port, 34) == {(200, "w1"): 32, (200, "w2"): 2}
+    finally:
+        if back is not None:
+            back.kill()
+            back.wait(5)
+        w1.stop()
+        w2.stop()

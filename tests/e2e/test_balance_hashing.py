@@ -141,3 +141,32 @@ def test_consistent_hash_gives_the_ring_server_and_moves_only_a_dead_servers_key
     finally:
         for o in origins:
             o.stop()
+
+
+def test_check_accepts_the_balancing_keywords_and_lists_their_errors(tmp_path):
+    import subprocess
+
+    from tests.e2e.helpers import splicer_command
+
+    good = tmp_path / "farm.cfg"
+    good.write_text("defaults\n    mode http\n    default-server maxconn 10 slowstart 5s\n"
+                    "frontend f\n    bind 127.0.0.1:1\n    default_backend b\n"
+                    "backend b\n    balance uri len 20 depth 2\n    hash-type consistent crc32\n"
+                    "    hash-balance-factor 125\n    option allbackups\n"
+                    "    server s 127.0.0.1:1 weight 256\n    server t 127.0.0.1:2 backup maxqueue 5\n")
+    r = subprocess.run(splicer_command() + ["-c", str(good), "--check"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 0, r.stderr
+    bad = tmp_path / "bad.cfg"
+    bad.write_text("defaults\n    mode http\n"
+                   "frontend f\n    bind 127.0.0.1:1\n    default_backend b\n"
+                   "backend b\n    balance random(0)\n    hash-balance-factor 50\n"
+                   "    server s 127.0.0.1:1 weight 257\n")
+    r = subprocess.run(splicer_command() + ["-c", str(bad), "--check"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 1
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("splicer: ")] == [
+        f"splicer: {bad}:7: 'balance random': the number of draws must be at least 1, got 0",
+        f"splicer: {bad}:8: 'hash-balance-factor' must be 0 or greater than 100, got 50",
+        f"splicer: {bad}:9: server 's': 'weight' must be between 0 and 256, got 257",
+        f"splicer: configuration file {bad} has 3 error(s)"]

@@ -301,3 +301,21 @@ def test_roundrobin_follows_a_weight_change_at_once():
     b.set_weight(0, 3)
     seq = picks(b, 8)
     assert seq.count(0) == 6
+
+
+def test_bounded_loads_follow_the_weights():
+    loads = held(ConsistentHash([1, 3], balance_factor=125), KEYS[:400])
+    assert loads[0] + loads[1] == 400
+    assert loads[0] <= math.ceil(1.25 * 100) and loads[1] <= math.ceil(1.25 * 300)
+
+
+def test_group_is_recomputed_after_a_change():
+    b = RoundRobin([1, 1], backups=[False, True])
+    assert b.group() == [0]
+    b.set_up(0, False)
+    assert b.group() == [1]
+    b.set_weight(0, 0)
+    b.set_up(0, True)
+    assert b.group() == [1]     # weight 0 is not alive
+    b.set_weight(0, 2)
+    assert b.group() == [0]

@@ -181,3 +181,58 @@ def test_layer7_hash_in_tcp_mode_falls_back_to_roundrobin_with_a_warning():
     assert cfg.warnings == (f"site.cfg:{L}: backend 'be': 'balance url_param' needs mode http; "
                             "falling back to roundrobin",)
     assert backend("balance source\nserver s1 127.0.0.1:1\n", mode="tcp").backends["be"].balance == "source"
+
+
+def test_a_haproxy_web_farm_config_is_accepted_unchanged():
+    cfg = loads(textwrap.dedent("""\
+        global
+            maxconn 2000
+        defaults
+            mode http
+            timeout connect 5s
+            timeout client 30s
+            timeout server 30s
+            timeout queue 10s
+            default-server inter 2s rise 2 fall 3 slowstart 30s maxconn 200 maxqueue 50
+        frontend www
+            bind :8080
+            default_backend static
+        backend static
+            balance uri depth 2
+            hash-type consistent
+            hash-balance-factor 150
+            server s1 10.0.0.1:80 check weight 10
+            server s2 10.0.0.2:80 check weight 10
+            server spare 10.0.0.9:80 check backup
+        backend api
+            balance hdr(Host) use_domain_only
+            hash-type map-based djb2 avalanche
+            option allbackups
+            server a1 10.0.1.1:80 check
+            server a2 10.0.1.2:80 check
+            server b1 10.0.1.8:80 check backup
+            server b2 10.0.1.9:80 check backup
+        backend users
+            balance url_param uid
+            server u1 10.0.2.1:80 check
+        backend batch
+            balance first
+            server f1 10.0.3.1:80 maxconn 10
+            server f2 10.0.3.2:80 maxconn 10
+        backend rnd
+            balance random(3)
+            server r1 10.0.4.1:80
+        backend clients
+            balance source
+            server c1 10.0.5.1:80
+        backend legacy
+            balance static-rr
+            server l1 10.0.6.1:80 weight 0
+        """), "farm.cfg", env={})
+    assert cfg.warnings == ()
+    be = cfg.backends
+    assert [b.balance for b in be.values()] == ["uri", "hdr", "url_param", "first", "random", "source",
+                                               "static-rr"]
+    s1 = be["static"].servers[0]
+    assert (s1.weight, s1.maxconn, s1.maxqueue, s1.slowstart, s1.check, s1.inter) == (10, 200, 50, 30.0, True, 2.0)
+    assert [s.backup for s in be["api"].servers] == [False, False, True, True]
