@@ -57,6 +57,7 @@ class Balancer:
         self.active = [0] * n
         self._up_at: list[float | None] = [None] * n  # when a slowstart ramp began (None: at full)
         self._group: list[int] | None = None  # group() until the next set_up/set_weight
+        self.ramping = 0  # servers whose slowstart ramp is under way (0: every one at full)
 
     # -- weights ----------------------------------------------------------------------------
 
@@ -70,6 +71,7 @@ class Balancer:
         done = (now - since) / span if span > 0 else 1.0
         if done >= 1.0 or done < 0.0:
             self._up_at[i] = None
+            self.ramping -= 1
             return None
         return done
 
@@ -151,9 +153,12 @@ class Balancer:
         """Report server `i` as usable or not (haproxy set_server_status_up/down). A server
         that comes back UP with a `slowstart` starts its ramp at `now`."""
         if up and not self.up[i] and self.slowstarts[i] > 0:
+            if self._up_at[i] is None:
+                self.ramping += 1
             self._up_at[i] = now
-        elif not up:
+        elif not up and self._up_at[i] is not None:
             self._up_at[i] = None
+            self.ramping -= 1
         self.up[i] = up
         self._group = None
 

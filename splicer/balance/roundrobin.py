@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from splicer.balance.base import Balancer
+from splicer.balance.base import WEIGHT_SCALE, Balancer
 
 
 class RoundRobin(Balancer):
@@ -28,10 +28,16 @@ class RoundRobin(Balancer):
         best = None
         total = 0
         cur = self._current
+        ramping = self.ramping
         for i in self.group():
-            if i in avoid or not self.usable(i, now):
+            if i in avoid:
                 continue
-            w = self.eweight(i, now)
+            if ramping:
+                m, w = self.maxconn(i, now), self.eweight(i, now)
+            else:  # the common case, spelled out: no slowstart ramp under way
+                m, w = self.maxconns[i], self.weights[i] * WEIGHT_SCALE
+            if m and self.active[i] >= m:
+                continue
             cur[i] += w
             total += w
             if best is None or cur[i] > cur[best]:

@@ -319,3 +319,17 @@ def test_group_is_recomputed_after_a_change():
     assert b.group() == [1]     # weight 0 is not alive
     b.set_weight(0, 2)
     assert b.group() == [0]
+
+
+def test_ramping_counts_the_servers_in_a_slowstart_ramp():
+    b = RoundRobin([1, 1, 1], slowstarts=[10.0, 10.0, 0.0])
+    for i in range(3):
+        b.set_up(i, False, 0.0)
+        b.set_up(i, True, 0.0)
+    assert b.ramping == 2                 # server 2 has no slowstart
+    b.set_up(0, False, 1.0)
+    assert b.ramping == 1
+    b.pick(now=5.0)
+    assert b.ramping == 1 and b.eweight(1, 5.0) == 9
+    b.pick(now=10.0)                      # the ramp is over
+    assert b.ramping == 0 and b.eweight(1, 10.0) == 16
