@@ -86,13 +86,17 @@ def test_uri_depth_keeps_a_directory_on_one_server(start_splicer, four):
     assert [served_by(port, f"/files/{n}") for n in ("0", "1k", "0", "1k")] == [want] * 4
 
 
-def test_source_hash_follows_the_client_address(start_splicer, four):
+def test_source_hash_follows_the_client_address_across_a_restart(start_splicer, four):
     port = free_port()
-    start_splicer(config(port, four, "source", nbthread=2), [port], workers=2)
+    sp = start_splicer(config(port, four, "source", nbthread=2), [port], workers=2)
     # the key of 127.0.0.X is 0x7f00000X: slot X % 4
     got = {x: served_by(port, "/files/0", source=f"127.0.0.{x}") for x in range(1, 13)}
     assert got == {x: NAMES[x % 4] for x in range(1, 13)}
     assert {x: served_by(port, "/files/0", source=f"127.0.0.{x}") for x in range(1, 13)} == got
+    sp.stop()
+    port2 = free_port()
+    start_splicer(config(port2, four, "source", nbthread=2), [port2], workers=2)
+    assert {x: served_by(port2, "/files/0", source=f"127.0.0.{x}") for x in range(1, 13)} == got
 
 
 def test_url_param_routes_by_value_and_keyless_requests_go_round_robin(start_splicer, four):
