@@ -97,7 +97,9 @@ class Backend:
                 self.balancer.set_up(s.index, False)
         self.counters = Counters()
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
-        self._fifo = self._key_fn is None  # any free slot suits any request: strict FIFO
+        # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
+        # request wants its own server, nor random, whose draw may land on a full one)
+        self._fifo = self._key_fn is None and model.balance != "random"
         self.policy = RetryPolicy(model.retries, model.retry_on, model.redispatch)
         t = model.timeouts
         self.connect_timeout = t.connect
@@ -126,10 +128,11 @@ class Backend:
         """A server index with a free slot, waiting in the queue while all are full.
 
         The queue is FIFO: with an algorithm whose slots suit any request (all but the hash
-        ones), a request arriving while others wait goes behind them, and a released slot
-        wakes the first waiter. A woken waiter that still finds no slot (its own server is
-        full, or it avoids the one freed) keeps its place and passes the wake to the next
-        one. With a hash algorithm a new request whose server has room is served at once.
+        ones and random), a request arriving while others wait goes behind them, and a
+        released slot wakes the first waiter. A woken waiter that still finds no slot (its
+        own server is full, or it avoids the one freed) keeps its place and passes the wake
+        to the next one. With a hash algorithm or random, a new request whose pick has room
+        is served at once.
         """
         deadline = None
         entry: list | None = None  # [future]: our place in the queue, kept while we wait

@@ -102,3 +102,20 @@ def test_backups_take_over_when_every_active_server_is_down():
         assert [be.pick_now() for _ in range(2)] == [1, 1]
         assert be.others_usable({1}) is False   # the active server is down: nothing else
     asyncio.run(main())
+
+
+def test_random_newcomers_are_not_held_behind_a_waiter_whose_draw_was_full():
+    async def main():
+        be = backend(asyncio.get_running_loop(), [server("a", maxconn=1), server("b", maxconn=1)],
+                     balance="random")
+        be.balancer.rng.seed(1)                  # a fixed sequence of draws
+        be.balancer.draws = 4                    # one of them lands on b (seeded: always)
+        be.balancer.take_conn(0)                 # a is full, b is free
+        be.balancer.set_up(1, False)             # the waiter's draw can only be a
+        waiter = asyncio.ensure_future(be._pick(set()))
+        await settle()
+        assert be.queued == 1
+        be.balancer.set_up(1, True)
+        assert be.pick_now() == 1                # b has room: served at once
+        waiter.cancel()
+    asyncio.run(main())
