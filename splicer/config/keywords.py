@@ -455,6 +455,7 @@ _BALANCE_NAMES = ("roundrobin", "static-rr", "leastconn", "first", "source", "ur
                   "hdr", "random")
 _SUPPORTED_BALANCE_TEXT = "supported: " + ", ".join(SUPPORTED_BALANCE)
 _RANDOM = re.compile(r"random(?:\((.*)\))?\Z")
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # a token (RFC 9110 section 5.1)
 
 
 def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
@@ -500,7 +501,7 @@ def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
         name = algo[4:end] if end > 4 else ""
         if not name or end != len(algo) - 1 or "(" in name:
             raise ArgError("'balance hdr(<name>)' expects a header field name, e.g. 'hdr(host)'")
-        if not HTTPCHK_METHOD.match(name):
+        if not _FIELD_NAME.match(name):
             raise ArgError(f"'balance hdr()': invalid header field name '{name}'")
         domain = False
         if rest:
