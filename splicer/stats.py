@@ -14,7 +14,9 @@ class Counters:
     """Counters of one frontend, backend or server.
 
     Attributes:
-        scur: (frontends only, in the stats line) client connections open now.
+        scur: (in the stats line) client connections open now on a frontend; on a server,
+            the requests it serves now.
+        qcur: (backends, in the stats line) requests waiting in the backend's queue now.
         stot: sessions (client connections for a frontend, server connections opened for a
             backend/server).
         req_tot: HTTP requests (streams) handled; tcp mode counts none.

@@ -17,6 +17,9 @@ Theory of operation (haproxy semantics unless noted):
   connect/server/queue/tunnel timeouts). ``bind``, ``server``, ``http-request`` and
   ``http-response`` lines are never inherited (the last two are refused in defaults); a
   listen section's rules go to its Frontend only, so they run once per message.
+- ``default-server`` lines set the options of the ``server`` lines after them: a server
+  starts from the defaults section's ``default-server`` lines, then its own section's ones
+  above it (each line changes only the options it names), then its own options.
 - ``listen NAME`` becomes a Frontend and a Backend, both named NAME, with the section's
   settings; the Frontend's default_backend is NAME unless the listen section itself names
   another one (splicer ignores a default_backend inherited from defaults here, see
@@ -24,13 +27,16 @@ Theory of operation (haproxy semantics unless noted):
 - Checks: a frontend needs a ``bind`` and a default_backend; the default_backend must name a
   backend (or listen) of the same mode; frontend names (frontend + listen) and backend names
   (backend + listen) are unique; server names are unique within a backend. A backend without
-  servers is valid: its requests get 503.
+  servers is valid: its requests get 503. A layer-7 hash (``balance uri``, ``url_param``,
+  ``hdr()``) in mode tcp falls back to roundrobin with a warning, as in haproxy.
 """
 from __future__ import annotations
 
 from splicer.config.keywords import describe_section, did_you_mean
 from splicer.config.model import (
     Backend,
+    Balance,
+    HashType,
     Bind,
     Config,
     Frontend,
@@ -38,10 +44,13 @@ from splicer.config.model import (
     Server,
     Timeouts,
 )
+from dataclasses import replace
+
 from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
-_ACCUMULATED = frozenset({"bind", "server", "http_request", "http_response"})
+_ACCUMULATED = frozenset({"bind", "server", "default_server", "http_request", "http_response"})
+_L7_HASHES = frozenset({"uri", "url_param", "hdr"})
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
 _BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel", "check")
 
@@ -110,6 +119,11 @@ def resolve(raw: RawConfig) -> Config:
         if section.kind in ("backend", "listen"):
             claim(be_names, section)
             backend = _backend(section, settings)
+            if backend.mode == "tcp" and backend.balance in _L7_HASHES:
+                entry = settings["balance"]
+                warnings.append(f"{entry.file}:{entry.line}: {where}: 'balance {backend.balance}' "
+                                "needs mode http; falling back to roundrobin")
+                backend = replace(backend, balance="roundrobin", balance_args=Balance("roundrobin"))
             seen: dict[str, Server] = {}
             for server in backend.servers:
                 if server.name in seen:
@@ -234,12 +248,35 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
     )
 
 
+def _servers(section: RawSection) -> tuple[Server, ...]:
+    """The section's servers with the `default-server` options in force above each one
+    (the inherited defaults section's lines first), under the line's own options."""
+    defaults: dict[str, object] = {}
+    inherited = section.defaults.entries if section.defaults is not None else []
+    for entry in inherited:
+        if entry.key == "default_server":
+            defaults.update(entry.value)  # type: ignore[arg-type]
+    servers = []
+    for entry in section.entries:
+        if entry.key == "default_server":
+            defaults.update(entry.value)  # type: ignore[arg-type]
+        elif entry.key == "server":
+            server: Server = entry.value  # type: ignore[assignment]
+            extra = {k: v for k, v in defaults.items() if k not in server.explicit}
+            servers.append(replace(server, **extra) if extra else server)
+    return tuple(servers)
+
+
 def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
-    servers = tuple(entry.value for entry in section.entries if entry.key == "server")
+    servers = _servers(section)
     return Backend(
         name=section.name,
         mode=str(_value(settings, "mode", "tcp")),
         balance=str(_value(settings, "balance", "roundrobin")),
+        balance_args=_value(settings, "balance_args", None),  # type: ignore[arg-type]
+        hash_type=_value(settings, "hash_type", HashType()),  # type: ignore[arg-type]
+        hash_balance_factor=int(_value(settings, "hash_balance_factor", 0)),  # type: ignore[arg-type]
+        allbackups=bool(_value(settings, "allbackups", False)),
         servers=servers,  # type: ignore[arg-type]
         forwardfor=bool(_value(settings, "forwardfor", False)),
         splice_request=bool(_value(settings, "splice_request", False)),

@@ -114,7 +114,7 @@ class FrontendRT:
             if self.http:
                 HttpSession(self, sock, peer).start()  # it calls session_ended() at its end
                 continue
-            task = self.loop.create_task(self._session(sock))
+            task = self.loop.create_task(self._session(sock, peer))
             self.proxy.tasks.add(task)
             task.add_done_callback(self.proxy.tasks.discard)
 
@@ -124,18 +124,20 @@ class FrontendRT:
         self.proxy.active -= 1
         self.proxy.resume_if_room()
 
-    async def _session(self, sock: socket.socket) -> None:
+    async def _session(self, sock: socket.socket, peer=None) -> None:
         try:
-            await self._tcp_session(sock)
+            await self._tcp_session(sock, peer)
         finally:
             self.session_ended()
 
-    async def _tcp_session(self, sock: socket.socket) -> None:
-        """`mode tcp`: balance the connection to a server and tunnel both ways until EOF."""
+    async def _tcp_session(self, sock: socket.socket, peer=None) -> None:
+        """`mode tcp`: balance the connection to a server (`balance source` hashes the
+        client address `peer`) and tunnel both ways until EOF."""
         be = self.backend
         try:
             try:
-                lease = await be.acquire(allow_reuse=False)
+                ip = peer[0] if isinstance(peer, tuple) else "unknown"
+                lease = await be.acquire(allow_reuse=False, key=be.key_of(b"", (), ip))
             except NoServerAvailable as exc:
                 log.warning("%s", exc)
                 record_termination(Termination.parse(exc.termination), self.counters, be.counters, None)
@@ -229,8 +231,9 @@ class Proxy:
             "worker": self.worker,
             "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
             "backends": {
-                be.name: dict(be.counters.as_dict(), servers={
-                    s.model.name: s.counters.as_dict() for s in be.servers})
+                be.name: dict(be.counters.as_dict(), qcur=be.queued, servers={
+                    s.model.name: dict(s.counters.as_dict(), scur=be.balancer.active[s.index])
+                    for s in be.servers})
                 for be in self.backends.values()},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,

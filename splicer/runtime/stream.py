@@ -222,13 +222,14 @@ class Stream:
         avoid: set[int] = set()
         only = None
         failed = None  # the server whose failed attempt made this one a retry
+        key = be.key_of(self.req.target, self.req.headers, self.s.client_ip)  # balance hash
         while True:
             if lease is None:
                 self.phase = Phase.QUEUE
                 picked, self._picked = self._picked, None
                 try:
                     lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only,
-                                             picked=picked)
+                                             picked=picked, key=key)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
                     self.end(*Termination.parse(exc.termination))
@@ -296,7 +297,7 @@ class Stream:
         if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
                 or self.route.abortonclose):
             return False
-        i = be.pick_now()
+        i = be.pick_now(be.key_of(req.target, req.headers, self.s.client_ip))
         if i is None:
             return False  # every server full or down: the slow path queues or answers 503
         lease = be.idle_lease(i)
