@@ -68,6 +68,9 @@ struct spl_fdreg {
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
 #define SPL_TICK_MS SPL_POLL_TICK_MS /* one tick of the timer wheel: timeouts fire within a tick */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
+#define SPL_INLINE_BUDGET (1u << 20) /* the same, inline: the loop waits for the whole turn */
+#define SPL_TURN_BUDGET (8u << 20) /* inline: bytes one turn moves before it leaves the
+                                    * remaining jobs for the next turn (the loop runs between) */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 #define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
 
@@ -130,6 +133,8 @@ struct spl_engine {
 	int done_fd;                  /* engine -> Python: "completions ready" */
 	pthread_t thread;             /* thread mode only */
 	int inline_mode;              /* SPL_ENGINE_INLINE: no thread, the caller turns it */
+	uint64_t budget;              /* bytes a job's direction moves per turn (SPL_*BUDGET) */
+	uint64_t turn_moved;          /* bytes moved in this turn so far */
 	atomic_int stop;
 	/* submit ring: Python produces, engine consumes */
 	struct spl_msg *sq;
@@ -497,6 +502,7 @@ static void spl_make_ready(struct spl_engine *e, struct spl_slot *s)
  * any byte. */
 static void spl_progress(struct spl_engine *e, struct spl_slot *s, const struct spl_move *mv, int tunnel)
 {
+	e->turn_moved += mv->bytes_out;
 	s->progress += mv->bytes_in + mv->bytes_out;
 	if (s->progress >= (tunnel ? 1u : SPL_MIN_PROGRESS)) {
 		s->last_ms = e->now_ms;
@@ -509,6 +515,7 @@ static int spl_run_splice(struct spl_engine *e, struct spl_slot *s);
 /* spl_progress() for `n` bytes moved outside a pump (heads, copied bodies). */
 static void spl_progress_n(struct spl_engine *e, struct spl_slot *s, uint64_t n)
 {
+	e->turn_moved += n;
 	s->progress += n;
 	if (s->progress >= SPL_MIN_PROGRESS) {
 		s->last_ms = e->now_ms;
@@ -616,7 +623,7 @@ static void spl_run_tunnel(struct spl_engine *e, struct spl_slot *s)
 
 		if (dir->done)
 			continue;
-		if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, UINT64_MAX, SPL_BUDGET, &mv) != 0) {
+		if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, UINT64_MAX, e->budget, &mv) != 0) {
 			spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
 			return;
 		}
@@ -659,7 +666,7 @@ static int spl_run_splice(struct spl_engine *e, struct spl_slot *s)
 	struct spl_dir *dir = &s->dir[0];
 	struct spl_move mv;
 
-	if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, SPL_BUDGET, &mv) != 0) {
+	if (spl_pump(e->pool, dir->pipe, dir->src, dir->dst, dir->left, e->budget, &mv) != 0) {
 		spl_finish(e, s, SPL_END_ERROR, -EINVAL, SPL_SIDE_SRC);
 		return 0;
 	}
@@ -748,7 +755,7 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 		s->copy_have = s->copy_off = 0;
 		if (dir->left == 0)
 			return 1;
-		if (turn >= SPL_BUDGET) {
+		if (turn >= e->budget) {
 			spl_make_ready(e, s);
 			return 0;
 		}
@@ -1194,6 +1201,7 @@ static void spl_check_timeouts(struct spl_engine *e)
 static int spl_turn(struct spl_engine *e, int timeout)
 {
 	struct epoll_event evs[SPL_MAX_EVENTS];
+	int owed = (int)e->nready; /* jobs owed a turn before this one began */
 	int n, i;
 
 	if (timeout != 0) {
@@ -1216,6 +1224,7 @@ static int spl_turn(struct spl_engine *e, int timeout)
 		spl_take_messages(e); /* queued without a wake-up while we were busy */
 	if (n == -1)
 		n = 0; /* EINTR: a signal (blocked here, but a debugger may stop us); go on */
+	e->turn_moved = 0;
 	for (i = 0; i < n; i++) {
 		uint64_t tag = evs[i].data.u64;
 
@@ -1235,17 +1244,32 @@ static int spl_turn(struct spl_engine *e, int timeout)
 			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				spl_set_quiet(r, 0);
 
-			/* every job using the fd tries its I/O (each waits on EAGAIN again) */
-			for (k = 0; k < SPL_FD_USERS; k++)
-				if (r->users[k] != 0 && e->slots[r->users[k] - 1].active)
-					spl_run(e, &e->slots[r->users[k] - 1]);
+			/* every job using the fd tries its I/O (each waits on EAGAIN again);
+			 * inline, once the turn has moved its budget, the next turn does (the
+			 * bytes stay in the socket, so edge-triggered events lose nothing) */
+			for (k = 0; k < SPL_FD_USERS; k++) {
+				struct spl_slot *u;
+
+				if (r->users[k] == 0)
+					continue;
+				u = &e->slots[r->users[k] - 1];
+				if (!u->active || (e->inline_mode && u->ready))
+					continue; /* inline: a job that used its budget waits for the next turn */
+				if (e->inline_mode && e->turn_moved >= SPL_TURN_BUDGET)
+					spl_make_ready(e, u);
+				else
+					spl_run(e, u);
+			}
 		}
 	}
-	/* jobs that used their budget: one more turn each, in the order they stopped */
-	n = (int)e->nready;
+	/* jobs that used their budget: one more turn each, in the order they stopped (inline,
+	 * only those that stopped in an earlier turn, so that a turn runs a job once) */
+	n = e->inline_mode ? owed : (int)e->nready;
 	for (i = 0; i < n && i < (int)e->nready; i++) {
 		struct spl_slot *s = &e->slots[e->ready[i]];
 
+		if (e->inline_mode && e->turn_moved >= SPL_TURN_BUDGET)
+			break; /* the rest keep their place for the next turn */
 		s->ready = 0;
 		e->ready[i] = UINT32_MAX;
 		if (s->active)
@@ -1394,8 +1418,10 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		goto fail;
 	}
 	e->now_ms = spl_now_ms();
+	e->budget = SPL_BUDGET;
 	if (cfg->flags & SPL_ENGINE_INLINE) {
-		e->inline_mode = 1; /* no thread: the caller turns the engine (spl_engine_poll) */
+		e->inline_mode = 1;
+		e->budget = SPL_INLINE_BUDGET; /* no thread: the caller turns the engine (spl_engine_poll) */
 		*out = e;
 		return 0;
 	}

@@ -52,8 +52,11 @@ def get_ok(port: int) -> None:
 
 
 def test_each_worker_and_its_engine_thread_pinned_to_its_cpu(start_splicer, farm):
+    """With the engine on a thread of its own (SPLICER_ENGINE=thread), that thread is pinned
+    to its worker's CPU like the loop thread."""
     port = free_port()
-    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2,
+                       env={"SPLICER_ENGINE": "thread"})
     pids = wait_workers(sp, 2)
     time.sleep(0.3)  # let both finish starting their engine threads
     assert sorted(cpus_of(p) for p in pids) == ["0", "1"]
@@ -62,6 +65,25 @@ def test_each_worker_and_its_engine_thread_pinned_to_its_cpu(start_splicer, farm
         assert thread_cpus(p) == {cpus_of(p)}
     stats = sp.stats()
     assert sorted(stats["worker"]) == [1, 2]
+
+
+def test_each_worker_pinned_to_its_cpu_runs_its_engine_inline(start_splicer, farm):
+    """By default a worker pinned to one CPU turns its engine from its loop (runtime/proxy.py
+    engine_inline): no engine thread, and every thread it has is on its CPU."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    time.sleep(0.3)
+    assert sorted(cpus_of(p) for p in pids) == ["0", "1"]
+    for p in pids:
+        assert len(os.listdir(f"/proc/{p}/task")) == 1  # the loop thread turns the engine
+        assert thread_cpus(p) == {cpus_of(p)}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for _ in range(4):
+        conn.request("GET", "/files/1k")
+        r = conn.getresponse()
+        assert (r.status, len(r.read())) == (200, 1024)
+    conn.close()
 
 
 def test_cpu_map_is_honoured(start_splicer, farm):
