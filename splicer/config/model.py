@@ -89,6 +89,21 @@ class Server:
 
 
 @dataclass(frozen=True)
+class SwitchingRule:
+    """One ``use_backend <backend> [if|unless <condition>]`` line (haproxy 4.2 "use_backend").
+
+    Attributes:
+        backend: the backend's name.
+        cond: the http.acl.Condition, bound to the section's ACLs; None: always.
+    """
+
+    backend: str
+    cond: object = None
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Frontend:
     """A `frontend` section, or the front half of a `listen` section.
 
@@ -104,8 +119,11 @@ class Frontend:
             applies (runtime/route.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
-        http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its
-            `http-request` / `http-response` lines, in file order (a listen section's are here).
+        http_request / http_response: the rules of its `http-request` / `http-response`
+            lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule), in file
+            order, their conditions bound to the section's ACLs (a listen section's are here).
+        use_backend: its `use_backend` rules (SwitchingRule), in file order: the first whose
+            condition holds names the request's backend, else default_backend.
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
     """
 
@@ -123,6 +141,7 @@ class Frontend:
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()
+    use_backend: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0

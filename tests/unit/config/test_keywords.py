@@ -56,7 +56,7 @@ def test_sections_follow_haproxy_matrix():
 
 def test_keywords_for_a_section():
     assert keywords_for("backend") == [
-        "balance", "errorfile", "http-check", "http-request", "http-response", "log", "mode", "no", "option",
+        "acl", "balance", "errorfile", "http-check", "http-request", "http-response", "log", "mode", "no", "option",
         "retries", "retry-on", "server", "timeout"]
     assert keywords_for("global") == [
         "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
