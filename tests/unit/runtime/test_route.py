@@ -168,3 +168,27 @@ def test_local_rules_are_not_header_rules_of_the_route():
     fe = cfg.frontends[0]
     rt = route_of(cfg.global_, fe, cfg.backends["a"])
     assert [r.action for r in rt.request_rules] == ["set-header"]
+
+
+def test_conf_farm_cfg_routes_by_host_and_path():
+    """conf/farm.cfg, the example web farm: which rule answers or which backend serves."""
+    import pathlib
+
+    from splicer.config import load
+
+    path = pathlib.Path(__file__).resolve().parents[3] / "conf" / "farm.cfg"
+    cfg = load(str(path))
+    sw = switching_of(cfg.frontends[0], cfg.backends)
+
+    def pick(target=b"/", host=b"www.example.com", method=b"GET", src="192.0.2.1", api_up=2):
+        v = RequestView(method, target, target, b"1.1", [(b"Host", host)], src, 1, "127.0.0.1", 8080,
+                        nbsrv={"api": api_up}.get)
+        d = sw.choose(v)
+        return (d.rule.action, d.rule.status) if d.rule else d.backend
+
+    assert [pick(), pick(b"/x.css"), pick(b"/x.css", method=b"POST"), pick(host=b"IMG.example.com"),
+            pick(b"/api/v1"), pick(b"/api/v1", api_up=0), pick(b"/users", host=b"api.example.com"),
+            pick(b"/users", host=b"api.example.com", method=b"PATCH"), pick(b"/healthz"), pick(b"/admin"),
+            pick(b"/admin", src="127.0.0.1"), pick(host=b"example.com"), pick(host=b"api.example.com")] == [
+        "app", "static", "app", "static", "api", "app", "api", ("deny", 405), ("return", 200), ("deny", 403),
+        "app", ("redirect", 301), ("redirect", 308)]
