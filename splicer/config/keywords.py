@@ -27,6 +27,7 @@ from splicer.config.model import Bind, Server, SwitchingRule
 from splicer.config.units import parse_size, parse_time
 from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.rules import RuleError, parse_rule
+from splicer.http.sample import SampleError, parse_name_format
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
 """Section keywords, in the column order of haproxy's keyword matrix."""
@@ -462,13 +463,18 @@ def _parse_acl(ctx: Context, args: Sequence[str]) -> None:
 def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
     """haproxy ``use_backend <backend> [{if | unless} <condition>]``: key ``use_backend``, a
     SwitchingRule whose condition is bound to the section's ACLs by resolve.py, which also
-    checks that the backend exists. Dynamic names (``%[...]``) are not supported."""
+    checks that a literal backend exists. A name holding ``%[...]`` is dynamic: it is
+    rendered per request (fetches with the ``lower``/``upper`` converters)."""
     import os
 
     _need(args, 1, "'use_backend' expects a backend name: use_backend <backend> [if|unless <condition>]")
     name = args[0]
+    dynamic = None
     if "%" in name:
-        raise ArgError(f"'use_backend': dynamic backend names ('{name}') are not supported")
+        try:
+            dynamic = parse_name_format(name)
+        except SampleError as exc:
+            raise ArgError(f"'use_backend {name}': {exc}") from None
     if name in ("if", "unless"):
         raise ArgError("'use_backend' expects a backend name before the condition")
     cond = None
@@ -479,7 +485,7 @@ def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
             cond = parse_condition(list(args[1:]), os.path.dirname(ctx.file), ctx.file, ctx.line)
         except AclError as exc:
             raise ArgError(f"'use_backend {name}': {exc}") from None
-    ctx.set("use_backend", SwitchingRule(name, cond, ctx.file, ctx.line))
+    ctx.set("use_backend", SwitchingRule(name, cond, ctx.file, ctx.line, dynamic))
 
 
 SUPPORTED_BALANCE = ("roundrobin", "leastconn")

@@ -93,14 +93,17 @@ class SwitchingRule:
     """One ``use_backend <backend> [if|unless <condition>]`` line (haproxy 4.2 "use_backend").
 
     Attributes:
-        backend: the backend's name.
+        backend: the backend's name, or the dynamic name as written (``be_%[req.hdr(host),lower]``).
         cond: the http.acl.Condition, bound to the section's ACLs; None: always.
+        dynamic: for a dynamic name, its parsed parts (http.sample.parse_name_format), the
+            backend being looked up per request; None for a literal name.
     """
 
     backend: str
     cond: object = None
     file: str = ""
     line: int = 0
+    dynamic: tuple | None = None
 
 
 @dataclass(frozen=True)

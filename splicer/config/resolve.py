@@ -136,6 +136,8 @@ def resolve(raw: RawConfig) -> Config:
 
     for frontend, where, link in frontends:
         for rule in frontend.use_backend if frontend.mode == "http" else ():
+            if rule.dynamic is not None:
+                continue  # looked up per request (runtime/route.py)
             target = backends.get(rule.backend)
             if target is None:
                 what = ("is a frontend, not a backend" if rule.backend in fe_names

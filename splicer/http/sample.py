@@ -109,6 +109,8 @@ class Fetch:
             the type's default); "" when the type has none.
         derivative: the expression names an ACL derivative (``-m`` is refused with it).
         fn: RequestView -> list of samples (empty: absent).
+        last: outside ACLs (a log-format ``%[...]``) the fetch gives its last sample (the
+            header and cookie fetches: haproxy "returns the last occurrence"), else its first.
     """
 
     expr: str
@@ -116,9 +118,22 @@ class Fetch:
     method: str
     derivative: bool
     fn: Callable
+    last: bool = False
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
+
+    def text(self, view: RequestView) -> bytes:
+        """The one sample a log-format ``%[...]`` shows, as text; b"" when it is absent."""
+        samples = self.fn(view)
+        if not samples:
+            return b""
+        v = samples[-1] if self.last else samples[0]
+        if isinstance(v, bytes):
+            return v
+        if isinstance(v, bool):
+            return b"1" if v else b"0"
+        return str(v).encode("ascii")
 
 
 # -- field helpers ---------------------------------------------------------------------------
@@ -451,7 +466,56 @@ def parse_fetch(expr: str) -> Fetch:
         kind, conv_fn = conv
         fn = _chain(fn, conv_fn)
         method = ""  # haproxy: a converter after a derivative makes its implied method void
-    return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn)
+    return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
+                 name in _LAST_OCCURRENCE)
+
+
+_LAST_OCCURRENCE = frozenset({"hdr", "req.hdr", "res.hdr", "shdr", "req.fhdr", "hdr_val", "req.hdr_val",
+                              "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_val", "cook_val"})
+
+
+def parse_name_format(text: str) -> tuple:
+    """Parse a log-format name such as ``be_%[req.hdr(host),lower]`` (haproxy's dynamic
+    ``use_backend`` names): literal text and ``%[<fetch>[,<converter>]...]`` samples.
+
+    Returns:
+        Parts in order: bytes for literal text, Fetch objects for samples (render_name()).
+
+    Raises:
+        SampleError: an unclosed ``%[``, a ``%`` that starts no sample (``%%`` is a literal
+            one), or a bad fetch (parse_fetch).
+    """
+    parts: list = []
+    lit: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "%":
+            lit.append(c)
+            i += 1
+            continue
+        if text[i + 1:i + 2] == "%":
+            lit.append("%")
+            i += 2
+            continue
+        if text[i + 1:i + 2] != "[":
+            raise SampleError(f"a '%' must start a sample ('%[fetch]') in '{text}'")
+        end = text.find("]", i + 2)
+        if end < 0:
+            raise SampleError(f"unclosed '%[' in '{text}'")
+        if lit:
+            parts.append("".join(lit).encode())
+            lit = []
+        parts.append(parse_fetch(text[i + 2:end]))
+        i = end + 1
+    if lit:
+        parts.append("".join(lit).encode())
+    return tuple(parts)
+
+
+def render_name(parts: tuple, view: RequestView) -> bytes:
+    """The text of a parsed name format for this request (an absent sample gives b"")."""
+    return b"".join(p if isinstance(p, bytes) else p.text(view) for p in parts)
 
 
 def _chain(fetch: Callable, conv: Callable) -> Callable:

@@ -25,7 +25,7 @@ from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Termination
-from splicer.runtime.route import route_of, switching_of
+from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
@@ -73,7 +73,7 @@ class FrontendRT:
         self.maxconn = model.maxconn or g.maxconn
         # what its streams read, merged once per (frontend, backend) pair
         self.routes = {}
-        for name in [r.backend for r in model.use_backend] + ([model.default_backend] if backend else []):
+        for name in backend_names(model, proxy.config.backends):
             be = proxy.backends[name]
             self.routes[name] = (be, route_of(g, model, be.model))
         self.route = (self.routes[backend.name][1] if backend is not None

@@ -22,6 +22,7 @@ from typing import Mapping
 from splicer.config.model import Backend, Frontend, Global
 from splicer.http.actions import LocalRule, first_local
 from splicer.http.rules import HeaderRule
+from splicer.http.sample import render_name
 from splicer.runtime.transfer import SplicePolicy
 
 DEFAULT_SPLICE = SplicePolicy.AUTO
@@ -152,9 +153,10 @@ class Switching:
 
     Attributes:
         fe_rules: the frontend's http-request rules, in order.
-        use_backend: (condition or None, backend name) pairs, in order.
+        use_backend: (condition or None, backend name or parsed dynamic name) pairs, in order.
         default: the default_backend's name (None: none).
-        be_rules: {backend name: its http-request rules} for every backend it may pick.
+        be_rules: {backend name: its http-request rules} for every backend it may pick
+            (every backend of the frontend's mode when a use_backend name is dynamic).
     """
 
     fe_rules: tuple
@@ -167,14 +169,20 @@ class Switching:
         condition holds wins, else default_backend), then the backend's http-request
         actions, on the request's view (http/sample.py RequestView). haproxy 4.2
         "use_backend": the rules are evaluated in order after the frontend's http-request
-        rules."""
+        rules; a dynamic name that names no backend of the frontend's mode stops the
+        evaluation and sends the request to the default_backend (haproxy 4.2)."""
         rule, cut_fe = first_local(self.fe_rules, view)
         if rule is not None:
             return Decision(rule, None, cut_fe, 0)
         name = self.default
         for cond, target in self.use_backend:
             if cond is None or cond(view):
-                name = target
+                if type(target) is tuple:  # a dynamic name: a backend of this mode, else the default
+                    found = render_name(target, view).decode("latin-1")
+                    if found in self.be_rules:
+                        name = found
+                else:
+                    name = target
                 break
         if name is None:
             return Decision(None, None, cut_fe, 0)
@@ -195,11 +203,21 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
     Args:
         fe: the frontend's model; backends: every backend model by name.
     """
-    names = [r.backend for r in fe.use_backend] + ([fe.default_backend] if fe.default_backend else [])
+    names = backend_names(fe, backends)
     be_rules = {n: tuple(backends[n].http_request) for n in names}
     rules = [fe.http_request, fe.http_response, *be_rules.values(),
              *(backends[n].http_response for n in names)]
     if not fe.use_backend and not any(_decides(tuple(r)) for r in rules):
         return None
-    return Switching(tuple(fe.http_request), tuple((r.cond, r.backend) for r in fe.use_backend),
+    return Switching(tuple(fe.http_request),
+                     tuple((r.cond, r.backend if r.dynamic is None else r.dynamic) for r in fe.use_backend),
                      fe.default_backend, MappingProxyType(be_rules))
+
+
+def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:
+    """Every backend the requests of `fe` may go to: its use_backend targets and its
+    default_backend, or every backend of its mode when a use_backend name is dynamic."""
+    if any(r.dynamic is not None for r in fe.use_backend):
+        return [n for n, b in backends.items() if b.mode == fe.mode]
+    names = [r.backend for r in fe.use_backend] + ([fe.default_backend] if fe.default_backend else [])
+    return list(dict.fromkeys(names))

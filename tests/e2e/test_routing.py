@@ -189,3 +189,15 @@ def test_pattern_file_routes(start_splicer, farm, tmp_path):
 """), [port])
     assert [served_by(get(port, host=h)) for h in (b"IMG.example", b"cdn.example", b"www.example")] == [
         b"web2", b"web2", b"web1"]
+
+
+def test_dynamic_backend_name_from_the_host(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend %[req.hdr(host),lower] if { hdr(host) -m found }
+    use_backend two
+    default_backend one
+"""), [port])
+    # the Host names the backend; a name that is no backend sends the request to the default
+    assert [served_by(get(port, host=h)) for h in (b"TWO", b"one", b"three", b"www.example")] == [
+        b"web2", b"web1", b"web1", b"web1"]

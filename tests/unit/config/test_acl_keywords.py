@@ -105,8 +105,13 @@ backend app
      ["site.cfg:5: frontend 'www': use_backend 'statik' not found; did you mean 'static'?"]),
     ("    use_backend www\n    default_backend app\n",
      ["site.cfg:5: frontend 'www': use_backend 'www' is a frontend, not a backend"]),
-    ("    use_backend %[req.hdr(host),lower]\n",
-     ["site.cfg:5: 'use_backend': dynamic backend names ('%[req.hdr(host),lower]') are not supported"]),
+    ("    use_backend be_%[req.hdr(host),lowr]\n",
+     ["site.cfg:5: 'use_backend be_%[req.hdr(host),lowr]': unknown converter 'lowr' in 'req.hdr(host),lowr' "
+      "(supported: lower, upper)"]),
+    ("    use_backend be_%[path\n",
+     ["site.cfg:5: 'use_backend be_%[path': unclosed '%[' in 'be_%[path'"]),
+    ("    use_backend be_%h\n",
+     ["site.cfg:5: 'use_backend be_%h': a '%' must start a sample ('%[fetch]') in 'be_%h'"]),
     ("    use_backend\n",
      ["site.cfg:5: 'use_backend' expects a backend name: use_backend <backend> [if|unless <condition>]"]),
     ("    use_backend app when x\n",
@@ -178,3 +183,13 @@ def test_pattern_files_relative_to_the_configuration(tmp_path):
     from splicer.config import load as load_file
     cfg = load_file(str(cfg_path))
     assert cfg.frontends[0].use_backend[0].cond(view(host=b"img.example")) is True
+
+
+def test_dynamic_use_backend_names_are_not_checked_at_load():
+    from splicer.http.sample import render_name
+
+    cfg = load("    use_backend %[req.hdr(host),lower,upper]_x if TRUE\n    use_backend be_%[path]\n")
+    first, second = cfg.frontends[0].use_backend
+    assert first.backend == "%[req.hdr(host),lower,upper]_x"
+    assert render_name(first.dynamic, view(host=b"a.b")) == b"A.B_x"
+    assert render_name(second.dynamic, view(b"/p")) == b"be_/p"

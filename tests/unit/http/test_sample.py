@@ -109,3 +109,14 @@ def test_bad_fetches(expr, message):
     with pytest.raises(SampleError) as exc:
         parse_fetch(expr)
     assert str(exc.value) == message
+
+
+def test_log_format_text_takes_the_last_header_value_and_the_first_parameter():
+    from splicer.http.sample import parse_name_format, render_name
+    v = view(b"/p?id=1&id=2")
+    assert parse_fetch("req.hdr(accept)").text(v) == b"*/*"
+    assert parse_fetch("req.cook(SID)").text(v) == b"def"
+    assert parse_fetch("url_param(id)").text(v) == b"1"
+    assert parse_fetch("src_port").text(v) == b"40000"
+    assert parse_fetch("hdr(none)").text(v) == b""
+    assert render_name(parse_name_format("be_%[hdr(host),lower]_%%"), v) == b"be_www.example.com:8080_%"

@@ -192,3 +192,19 @@ def test_conf_farm_cfg_routes_by_host_and_path():
             pick(b"/admin", src="127.0.0.1"), pick(host=b"example.com"), pick(host=b"api.example.com")] == [
         "app", "static", "app", "static", "api", "app", "api", ("deny", 405), ("return", 200), ("deny", 403),
         "app", ("redirect", 301), ("redirect", 308)]
+
+
+def test_dynamic_use_backend_picks_any_backend_of_the_mode_else_the_default():
+    cfg = loads(SW.format(frontend="    use_backend %[req.hdr(x-be),lower] if { req.hdr(x-be) -m found }\n"
+                                   "    use_backend b\n    default_backend a\n", a="")
+                + "backend t\n    mode tcp\n    server s 127.0.0.1:4\n")
+    sw = switching_of(cfg.frontends[0], cfg.backends)
+    assert sorted(sw.be_rules) == ["a", "b"]
+
+    def pick(be):
+        v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"X-Be", be)], "127.0.0.1", 1, "127.0.0.1", 1)
+        return sw.choose(v).backend
+    # a name that is no http backend stops the rules: the default, not the next rule
+    assert [pick(b"B"), pick(b"A"), pick(b"t"), pick(b"nope"), pick(b"")] == ["b", "a", "a", "a", "a"]
+    v = RequestView(b"GET", b"/", b"/", b"1.1", [], "127.0.0.1", 1, "127.0.0.1", 1)
+    assert sw.choose(v).backend == "b"
