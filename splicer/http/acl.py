@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from splicer.http import sample as smp
-from splicer.http.sample import BOOL, IP, Fetch, RequestView, SampleError
+from splicer.http.sample import BOOL, IP, STR, Fetch, RequestView, SampleError
 
 MATCH_METHODS = ("found", "bool", "int", "ip", "bin", "len", "str", "sub", "reg", "beg", "end", "dir", "dom")
 """Values of ``-m`` (haproxy 7.1)."""
@@ -105,6 +105,11 @@ def _strings(patterns: list[tuple[str, bool]]) -> tuple[frozenset, frozenset]:
     exact = frozenset(p.encode() for p, i in patterns if not i)
     folded = frozenset(p.encode().lower() for p, i in patterns if i)
     return exact, folded
+
+
+SMALL_SET = 16
+"""Up to this many prefixes (suffixes), one C-level startswith (endswith) over the tuple of
+them is quickest; beyond, patterns are grouped by length: one set probe per distinct length."""
 
 
 def _by_length(pats: frozenset) -> tuple[tuple[int, frozenset], ...]:
@@ -235,13 +240,15 @@ def _ip_matcher(nets: list) -> Callable:
     return test
 
 
-def compile_matcher(method: str, patterns: list[tuple[str, bool]], what: str) -> Matcher:
+def compile_matcher(method: str, patterns: list[tuple[str, bool]], what: str, sample_type: str = "") -> Matcher:
     """Compile patterns for one matching method.
 
     Args:
         method: one of MATCH_METHODS.
         patterns: (pattern text, ignore case) pairs, in order (``-i`` applies per pattern).
         what: the ACL for messages (``acl 'api'``).
+        sample_type: the type of the samples it will see (sample.STR...): string samples
+            are matched as they are, others converted first; "" for any.
 
     Returns:
         The Matcher.
@@ -263,56 +270,78 @@ def compile_matcher(method: str, patterns: list[tuple[str, bool]], what: str) ->
         return Matcher(method, lambda v: test(_as_int(v)))
     if method == "ip":
         return Matcher(method, _ip_matcher([parse_network(p, what) for p, _ in patterns]))
+    bt = _bytes_tester(method, patterns, what)
+    if sample_type == STR:
+        return Matcher(method, bt)
+    return Matcher(method, lambda v: bt(_as_bytes(v)))
+
+
+def _bytes_tester(method: str, patterns: list[tuple[str, bool]], what: str) -> Callable[[bytes], bool]:
+    """bytes -> bool for the string matching methods (str, beg, end, sub, reg, dir, dom, bin)."""
     if method == "reg":
         regs = []
         for p, icase in patterns:
             try:
-                regs.append(re.compile(p.encode(), re.I if icase else 0))
+                regs.append(re.compile(p.encode(), re.I if icase else 0).search)
             except re.error as exc:
                 raise AclError(f"{what}: invalid regex '{p}': {exc}") from None
-        return Matcher(method, lambda v: any(r.search(_as_bytes(v)) for r in regs))
+        if len(regs) == 1:
+            one = regs[0]
+            return lambda b: one(b) is not None
+        return lambda b: any(r(b) for r in regs)
     if method == "bin":
         try:
             blocks = frozenset(bytes.fromhex(p) for p, _ in patterns)
         except ValueError:
             raise AclError(f"{what}: '-m bin' patterns are hexadecimal strings of even length") from None
-        return Matcher(method, lambda v: _as_bytes(v) in blocks)
+        return blocks.__contains__
     exact, folded = _strings(patterns)
     if method == "str":
         if not folded:
-            return Matcher(method, lambda v: _as_bytes(v) in exact)
-        return Matcher(method, lambda v: (b := _as_bytes(v)) in exact or b.lower() in folded)
+            return exact.__contains__
+        if not exact:
+            return lambda b: b.lower() in folded
+        return lambda b: b in exact or b.lower() in folded
+    if method in ("beg", "end") and len(exact) + len(folded) <= SMALL_SET:
+        ex, fo = tuple(exact), tuple(folded)
+        if not fo:
+            return (lambda b: b.startswith(ex)) if method == "beg" else (lambda b: b.endswith(ex))
+        if method == "beg":
+            return lambda b: b.startswith(ex) or b.lower().startswith(fo)
+        return lambda b: b.endswith(ex) or b.lower().endswith(fo)
     if method in ("beg", "end"):
-        ex, fo = _by_length(exact), _by_length(folded)
+        tables = tuple((t, fold) for t, fold in ((_by_length(exact), False), (_by_length(folded), True)) if t)
         beg = method == "beg"
 
-        def test(v) -> bool:
-            b = _as_bytes(v)
+        def test(b: bytes) -> bool:
             size = len(b)
-            for table, s in ((ex, b), (fo, b.lower() if fo else b)):
+            for table, fold in tables:
+                s = b.lower() if fold else b
                 for n, group in table:
                     if n > size:
                         break
                     if (s[:n] if beg else s[size - n:]) in group:
                         return True
             return False
-        return Matcher(method, test)
+        return test
     if method == "sub":
         subs_ex, subs_fo = tuple(exact), tuple(folded)
 
-        def test_sub(v) -> bool:
-            b = _as_bytes(v)
-            if any(p in b for p in subs_ex):
-                return True
+        def test_sub(b: bytes) -> bool:
+            for p in subs_ex:
+                if p in b:
+                    return True
             if subs_fo:
                 low = b.lower()
-                return any(p in low for p in subs_fo)
+                for p in subs_fo:
+                    if p in low:
+                        return True
             return False
-        return Matcher(method, test_sub)
+        return test_sub
     if method == "dir":
-        return Matcher(method, lambda v, m=_word_matcher(patterns, b"/?"): m(_as_bytes(v)))
+        return _word_matcher(patterns, b"/?")
     if method == "dom":
-        return Matcher(method, lambda v, m=_word_matcher(patterns, b"/?.:"): m(_as_bytes(v)))
+        return _word_matcher(patterns, b"/?.:")
     raise AclError(f"{what}: unknown matching method '{method}'")
 
 
@@ -335,12 +364,21 @@ class AclExpr:
     matcher: Matcher
     file: str = ""
     line: int = 0
+    test: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # one closure per line, compiled here: evaluating it is a fetch and set probes
+        fn, one = self.fetch.fn, self.matcher.test_one
+
+        def test(view) -> bool:
+            for s in fn(view):
+                if one(s):
+                    return True
+            return False
+        object.__setattr__(self, "test", test)
 
     def __call__(self, view: RequestView) -> bool:
-        samples = self.fetch.fn(view)
-        if not samples:
-            return False
-        return self.matcher(samples)
+        return self.test(view)
 
 
 def read_pattern_file(path: str, base_dir: str, what: str) -> list[str]:
@@ -447,7 +485,7 @@ def parse_acl_expr(words: Sequence[str], what: str, base_dir: str = "", file: st
         raise AclError(f"{what}: no pattern to match '{criterion}' against (use '-m found' to test presence)")
     if fetch.type == BOOL and method == "bool":
         patterns = []
-    matcher = compile_matcher(method, patterns, what)
+    matcher = compile_matcher(method, patterns, what, fetch.type)
     return AclExpr(criterion, method, fetch, matcher, file, line)
 
 
@@ -520,12 +558,23 @@ class Acl:
 
     name: str
     exprs: tuple[AclExpr, ...]
+    test: Callable = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tests = tuple(e.test for e in self.exprs)
+        if len(tests) == 1:
+            object.__setattr__(self, "test", tests[0])
+            return
+
+        def test(view) -> bool:
+            for t in tests:
+                if t(view):
+                    return True
+            return False
+        object.__setattr__(self, "test", test)
 
     def __call__(self, view: RequestView) -> bool:
-        for e in self.exprs:
-            if e(view):
-                return True
-        return False
+        return self.test(view)
 
 
 PREDEFINED: dict[str, Acl] = {}
@@ -553,7 +602,7 @@ class Condition:
     def __call__(self, view: RequestView) -> bool:
         for term in self.terms:
             for neg, acl in term:
-                if acl(view) == neg:
+                if acl.test(view) is neg:
                     break
             else:
                 return not self.unless

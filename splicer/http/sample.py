@@ -63,7 +63,8 @@ class RequestView:
     """
 
     __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
-                 "has_body", "nbsrv", "status", "response_fields", "_src_ip", "_dst_ip")
+                 "has_body", "nbsrv", "status", "response_fields", "_src_ip", "_dst_ip", "_by_name",
+                 "_parts", "_path")
 
     def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
                  src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
@@ -77,6 +78,38 @@ class RequestView:
         self.status = status
         self.response_fields = response_fields
         self._src_ip = self._dst_ip = None
+        self._by_name = self._parts = self._path = None
+
+    def values(self, name: bytes | None) -> list[bytes]:
+        """The values of the request's fields named `name` (lower case; None: every field),
+        in order; the fields are indexed by name once, on the first call."""
+        if name is None:
+            return [v for _, v in self.fields]
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = {}
+            for n, v in self.fields:
+                by_name.setdefault(n.lower(), []).append(v)
+        return by_name.get(name, _EMPTY)
+
+    def parts(self, name: bytes | None) -> list[bytes]:
+        """values(name) split at commas and stripped (what ``hdr()`` iterates), cached."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        got = parts.get(name)
+        if got is None:
+            got = parts[name] = _split(self.values(name))
+        return got
+
+    def path(self) -> bytes:
+        """The target up to its first '?' (cached)."""
+        p = self._path
+        if p is None:
+            t = self.target
+            q = t.find(b"?")
+            p = self._path = t if q < 0 else t[:q]
+        return p
 
     def src_ip(self):
         """The client address as an ipaddress object (None when it is not an IP)."""
@@ -89,6 +122,9 @@ class RequestView:
         if self._dst_ip is None:
             self._dst_ip = _address(self.dst) or False
         return self._dst_ip or None
+
+
+_EMPTY: list = []  # shared, never changed
 
 
 def _address(text: str):
@@ -164,11 +200,11 @@ def _occurrence(values: list, occ: int | None) -> list:
     return [values[occ - 1] if occ > 0 else values[occ]]
 
 
-def _cookies(fields, name: bytes | None) -> list[bytes]:
+def _cookies(view: "RequestView", name: bytes | None) -> list[bytes]:
     """Values of the cookies named `name` (case-sensitive; None: the first cookie only)
     in every Cookie field, spaces around names and values ignored (RFC 6265 section 5.4)."""
     out = []
-    for v in _named(fields, b"cookie"):
+    for v in view.values(b"cookie"):
         for part in v.split(b";"):
             n, eq, val = part.partition(b"=")
             if not eq:
@@ -221,9 +257,7 @@ _INT = re.compile(rb"[-+]?[0-9]+\Z")
 # -- the fetch table ---------------------------------------------------------------------------
 
 def _path(v: RequestView) -> list[bytes]:
-    t = v.target
-    q = t.find(b"?")
-    return [t if q < 0 else t[:q]]
+    return [v.path()]
 
 
 def _query(v: RequestView) -> list[bytes]:
@@ -254,26 +288,26 @@ def _fetch_hdr(name, args):
     if name in ("res.hdr", "shdr"):
         return STR, lambda v: _occurrence(_split(_named(v.response_fields or (), field)), occ)
     if name == "hdr":  # in a response rule hdr() reads the response, as in haproxy
-        return STR, lambda v: _occurrence(_split(_named(v.fields if v.response_fields is None
-                                                        else v.response_fields, field)), occ)
-    return STR, lambda v: _occurrence(_split(_named(v.fields, field)), occ)
+        return STR, lambda v: _occurrence(v.parts(field) if v.response_fields is None
+                                          else _split(_named(v.response_fields, field)), occ)
+    return STR, lambda v: _occurrence(v.parts(field), occ)
 
 
 def _fetch_fhdr(name, args):
     field, occ = _hdr_args(name, args)
-    return STR, lambda v: _occurrence(_named(v.fields, field), occ)
+    return STR, lambda v: _occurrence(v.values(field), occ)
 
 
 def _fetch_hdr_cnt(name, args):
     field, _ = _hdr_args(name, args, occ_allowed=False)
     if name == "req.fhdr_cnt":
-        return INT, lambda v: [len(_named(v.fields, field))]
-    return INT, lambda v: [len(_split(_named(v.fields, field)))]
+        return INT, lambda v: [len(v.values(field))]
+    return INT, lambda v: [len(v.parts(field))]
 
 
 def _fetch_hdr_val(name, args):
     field, occ = _hdr_args(name, args)
-    return INT, lambda v: [i for i in map(_int_of, _occurrence(_split(_named(v.fields, field)), occ))
+    return INT, lambda v: [i for i in map(_int_of, _occurrence(v.parts(field), occ))
                            if i is not None]
 
 
@@ -282,7 +316,7 @@ def _fetch_hdr_ip(name, args):
 
     def fn(v):
         out = []
-        for text in _occurrence(_split(_named(v.fields, field)), occ):
+        for text in _occurrence(v.parts(field), occ):
             ip = header_ip(text)
             if ip is not None:
                 out.append(ip)
@@ -311,10 +345,10 @@ def _fetch_cook(name, args):
         raise SampleError(f"fetch '{name}' takes at most 1 argument(s)")
     cookie = args[0].strip().encode("ascii", "replace") if args and args[0] else None
     if name.endswith("_cnt"):
-        return INT, lambda v: [len(_cookies(v.fields, cookie))]
+        return INT, lambda v: [len(_cookies(v, cookie))]
     if name.endswith("_val"):
-        return INT, lambda v: [i for i in map(_int_of, _cookies(v.fields, cookie)) if i is not None]
-    return STR, lambda v: _cookies(v.fields, cookie)
+        return INT, lambda v: [i for i in map(_int_of, _cookies(v, cookie)) if i is not None]
+    return STR, lambda v: _cookies(v, cookie)
 
 
 def _fetch_urlp(name, args):

@@ -282,6 +282,9 @@ class HttpSession:
     async def _refuse(self, cause: Cause, status: int) -> None:
         """End a stream in its request phase (nothing reached a server): answer `status`
         (0: none) and count it on the frontend."""
+        if self.fe.switching is not None:
+            # refused before any rule chose a backend: the frontend's default route answers
+            self.be, self.route = self.fe.backend, self.fe.route
         fe = self.fe.counters
         if status:
             fe.count_status(status)
@@ -348,8 +351,10 @@ class HttpSession:
         sw = fe.switching
         kind = req.framing.kind
         body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
-        end = raw.find(b"\r\n")
-        first = raw[:end].split(b" ")
+        start = 0
+        while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
+            start += 2
+        first = raw[start:raw.find(b"\r\n", start)].split(b" ")
         url = first[1] if len(first) == 3 else req.target
         view = RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
                            self.client_port, self.local_ip, self.local_port, body, fe.proxy.nbsrv)
