@@ -201,3 +201,41 @@ def test_dynamic_backend_name_from_the_host(start_splicer, farm):
     # the Host names the backend; a name that is no backend sends the request to the default
     assert [served_by(get(port, host=h)) for h in (b"TWO", b"one", b"three", b"www.example")] == [
         b"web2", b"web1", b"web1", b"web1"]
+
+
+def test_routing_by_cookie_url_param_version_and_header_count(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend two if { req.cook(beta) 1 }
+    use_backend two if { url_param(v) -m int ge 2 }
+    use_backend two if HTTP_1.0
+    use_backend two if { hdr_cnt(x-hop) gt 1 }
+    default_backend one
+"""), [port])
+
+    def via(request: bytes) -> bytes:
+        return served_by(exchange(port, request))
+    assert [via(b"GET / HTTP/1.1\r\nHost: a\r\nCookie: a=0; beta=1\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nCookie: beta=10\r\nConnection: close\r\n\r\n"),
+            via(b"GET /x?v=2 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+            via(b"GET /x?v=1&w=5 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.0\r\nHost: a\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nX-Hop: a, b\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nX-Hop: a\r\nConnection: close\r\n\r\n")] == [
+        b"web2", b"web1", b"web2", b"web1", b"web2", b"web2", b"web1"]
+
+
+def test_http_response_rules_with_conditions(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    http-response set-header X-Missing yes if { status 404 }
+    http-response set-header X-Json yes if { res.hdr(content-type) -m beg application/json } { path_beg /health }
+    http-response del-header X-Served-By unless { req.hdr(x-debug) -m found }
+    default_backend one
+"""), [port])
+    missing = get(port, b"/nope", extra=b"X-Debug: 1\r\n")
+    health = get(port, b"/health")
+    assert (head_values(missing, b"x-missing"), head_values(missing, b"x-json"),
+            head_values(missing, b"x-served-by")) == ([b"yes"], [], [b"web1"])
+    assert (head_values(health, b"x-missing"), head_values(health, b"x-json"),
+            head_values(health, b"x-served-by")) == ([], [b"yes"], [])
