@@ -390,6 +390,8 @@ class HttpSession:
             record_termination(Termination(Cause.SERVER_ABORT, Phase.CONNECT), c, None, None)
             return False
         be = fe.routes[d.backend][0] if d.backend is not None else None
+        if be is not None:
+            be.counters.req_tot += 1  # it reached the backend, whose rules answered it
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
         keep = req.keep_alive and req.upgrade is None
         drain = 0

@@ -172,6 +172,7 @@ def test_backend_rules_deny_after_routing(start_splicer):
         assert get(port, b"/be-deny") == with_close(FORBIDDEN)
         st = sp.stats()
         assert (st["frontends"]["www"]["dreq"], st["backends"]["app"]["dreq"]) == (1, 1)
+        assert (st["frontends"]["www"]["req_tot"], st["backends"]["app"]["req_tot"]) == (1, 1)
         assert st["backends"]["app"]["terms"] == {"PR": 1}
     finally:
         o.close()
