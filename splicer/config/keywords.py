@@ -11,9 +11,9 @@ Theory of operation: the parser finds the Keyword for (word, section kind) with 
 calls ``keyword.parse(ctx, args)``. A parse function reads the words after the keyword, records
 typed values with ``ctx.set(key, value)`` and notes with ``ctx.warn(text)``, or raises ArgError
 with the message that follows "file:line: ". Keys are the model's attribute names
-(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind``, ``server`` and the
-``http_request``/``http_response`` rules accumulate, every other key is overwritten by a
-later statement.
+(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind``, ``server``, ``acl``,
+``use_backend`` and the ``http_request``/``http_response`` rules accumulate, every other key
+is overwritten by a later statement.
 """
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from splicer.config.model import Balance, Bind, HashType, Server
+from splicer.config.model import Balance, Bind, HashType, Server, SwitchingRule
 from splicer.config.units import parse_size, parse_time
+from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.rules import RuleError, parse_rule
+from splicer.http.sample import SampleError, parse_name_format
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
 """Section keywords, in the column order of haproxy's keyword matrix."""
@@ -456,6 +458,46 @@ _BALANCE_NAMES = ("roundrobin", "static-rr", "leastconn", "first", "source", "ur
 _SUPPORTED_BALANCE_TEXT = "supported: " + ", ".join(SUPPORTED_BALANCE)
 _RANDOM = re.compile(r"random(?:\((.*)\))?\Z")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # a token (RFC 9110 section 5.1)
+
+
+def _parse_acl(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``acl <name> <criterion> [flags] [operator] [<value>] ...``: key ``acl``, a
+    (name, http.acl.AclExpr) pair; the lines of a section add up (same-name lines OR
+    together, resolve.py). ``-f`` files are read now, relative to the configuration file."""
+    import os
+
+    try:
+        ctx.set("acl", parse_acl(list(args), os.path.dirname(ctx.file), ctx.file, ctx.line))
+    except AclError as exc:
+        raise ArgError(str(exc)) from None
+
+
+def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``use_backend <backend> [{if | unless} <condition>]``: key ``use_backend``, a
+    SwitchingRule whose condition is bound to the section's ACLs by resolve.py, which also
+    checks that a literal backend exists. A name holding ``%[...]`` is dynamic: it is
+    rendered per request (fetches with the ``lower``/``upper`` converters)."""
+    import os
+
+    _need(args, 1, "'use_backend' expects a backend name: use_backend <backend> [if|unless <condition>]")
+    name = args[0]
+    dynamic = None
+    if "%" in name:
+        try:
+            dynamic = parse_name_format(name)
+        except SampleError as exc:
+            raise ArgError(f"'use_backend {name}': {exc}") from None
+    if name in ("if", "unless"):
+        raise ArgError("'use_backend' expects a backend name before the condition")
+    cond = None
+    if len(args) > 1:
+        if args[1] not in ("if", "unless"):
+            raise ArgError(f"'use_backend {name}': expected 'if' or 'unless', got '{args[1]}'")
+        try:
+            cond = parse_condition(list(args[1:]), os.path.dirname(ctx.file), ctx.file, ctx.line)
+        except AclError as exc:
+            raise ArgError(f"'use_backend {name}': {exc}") from None
+    ctx.set("use_backend", SwitchingRule(name, cond, ctx.file, ctx.line, dynamic))
 
 
 def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
@@ -1036,6 +1078,8 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("mode", PROXIES, _parse_mode),
     _kw("bind", FRONT_ONLY, _parse_bind),
     _kw("default_backend", FRONT, _parse_default_backend),
+    _kw("use_backend", FRONT_ONLY, _parse_use_backend),
+    _kw("acl", FRONT_ONLY | BACK_ONLY, _parse_acl),
     _kw("maxconn", FRONT, _int_keyword("maxconn", "maxconn", 0), "maxconn (proxies)"),
     _kw("balance", BACK, _parse_balance),
     _kw("server", BACK_ONLY, _parse_server),

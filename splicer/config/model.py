@@ -140,6 +140,24 @@ class HashType:
 
 
 @dataclass(frozen=True)
+class SwitchingRule:
+    """One ``use_backend <backend> [if|unless <condition>]`` line (haproxy 4.2 "use_backend").
+
+    Attributes:
+        backend: the backend's name, or the dynamic name as written (``be_%[req.hdr(host),lower]``).
+        cond: the http.acl.Condition, bound to the section's ACLs; None: always.
+        dynamic: for a dynamic name, its parsed parts (http.sample.parse_name_format), the
+            backend being looked up per request; None for a literal name.
+    """
+
+    backend: str
+    cond: object = None
+    file: str = ""
+    line: int = 0
+    dynamic: tuple | None = None
+
+
+@dataclass(frozen=True)
 class Frontend:
     """A `frontend` section, or the front half of a `listen` section.
 
@@ -155,8 +173,11 @@ class Frontend:
             applies (runtime/route.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
-        http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its
-            `http-request` / `http-response` lines, in file order (a listen section's are here).
+        http_request / http_response: the rules of its `http-request` / `http-response`
+            lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule), in file
+            order, their conditions bound to the section's ACLs (a listen section's are here).
+        use_backend: its `use_backend` rules (SwitchingRule), in file order: the first whose
+            condition holds names the request's backend, else default_backend.
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
     """
 
@@ -174,6 +195,7 @@ class Frontend:
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()
+    use_backend: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0

@@ -15,8 +15,9 @@ import os
 import signal
 import socket
 import sys
+from types import MappingProxyType
 
-from splicer.config.model import Config, Frontend
+from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import check_server
@@ -24,7 +25,7 @@ from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Termination
-from splicer.runtime.route import route_of
+from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
@@ -47,9 +48,20 @@ splicer adds (X-Forwarded-For, Forwarded, header rules); a larger one is sent by
 
 
 class FrontendRT:
-    """A frontend at run time: its listeners, its backend, and what its sessions read."""
+    """A frontend at run time: its listeners, its backends, and what its sessions read.
 
-    def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend) -> None:
+    Attributes:
+        backend: the default_backend (None: none; then only use_backend rules route).
+        route: the Route of the default backend (or of no backend: the frontend's own
+            settings, for requests no rule routes).
+        routes: {backend name: (runtime Backend, Route)} for every backend it may pick.
+        switching: its per-request decisions (route.switching_of()), or None when every
+            request goes to the default backend without any rule to evaluate.
+        fe_errorpages: the frontend's own `errorfile` pages (for answers given before a
+            backend was chosen).
+    """
+
+    def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend | None) -> None:
         self.proxy = proxy
         self.model = model
         self.name = model.name
@@ -59,7 +71,15 @@ class FrontendRT:
         self.counters = Counters()
         g = proxy.config.global_
         self.maxconn = model.maxconn or g.maxconn
-        self.route = route_of(g, model, backend.model)  # what its streams read, merged once
+        # what its streams read, merged once per (frontend, backend) pair
+        self.routes = {}
+        for name in backend_names(model, proxy.config.backends):
+            be = proxy.backends[name]
+            self.routes[name] = (be, route_of(g, model, be.model))
+        self.route = (self.routes[backend.name][1] if backend is not None
+                      else route_of(g, model, BackendModel(name="", mode=model.mode)))
+        self.switching = switching_of(model, proxy.config.backends) if model.mode == "http" else None
+        self.fe_errorpages = MappingProxyType(dict(model.errorfiles))
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
@@ -207,8 +227,18 @@ class Proxy:
                              bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
-        self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]
+        self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
+                          for f in config.frontends]
         self._stopped = asyncio.Event()
+
+    def nbsrv(self, backend: str) -> int:
+        """haproxy's nbsrv(<backend>): the backend's usable servers (up, weight above 0);
+        0 for a name that is not a backend."""
+        be = self.backends.get(backend)
+        if be is None:
+            return 0
+        b = be.balancer
+        return sum(1 for k in range(len(be.servers)) if b.up[k] and b.weights[k] > 0)
 
     def pause_full(self) -> None:
         """Stop accepting on every listener while the global maxconn is reached."""

@@ -56,7 +56,7 @@ def test_sections_follow_haproxy_matrix():
 
 def test_keywords_for_a_section():
     assert keywords_for("backend") == [
-        "balance", "default-server", "errorfile", "hash-balance-factor", "hash-type", "http-check",
+        "acl", "balance", "default-server", "errorfile", "hash-balance-factor", "hash-type", "http-check",
         "http-request", "http-response", "log", "mode", "no", "option", "retries", "retry-on", "server",
         "timeout"]
     assert keywords_for("global") == [
