@@ -14,7 +14,9 @@ class Counters:
     """Counters of one frontend, backend or server.
 
     Attributes:
-        scur: (frontends only, in the stats line) client connections open now.
+        scur: (in the stats line) client connections open now on a frontend; on a server,
+            the requests it serves now.
+        qcur: (backends, in the stats line) requests waiting in the backend's queue now.
         stot: sessions (client connections for a frontend, server connections opened for a
             backend/server).
         req_tot: HTTP requests (streams) handled; tcp mode counts none.
@@ -23,6 +25,9 @@ class Counters:
         spliced: body bytes moved through a pipe (both directions).
         copied: body bytes moved through user space (both directions).
         ereq: request errors (bad request, client timeout).
+        dreq: requests denied by an ``http-request deny`` rule (haproxy's dreq).
+        intercepted: requests answered by splicer itself with ``http-request return`` or
+            ``redirect`` (haproxy's intercepted).
         econ: failed connection attempts to servers.
         eresp: response errors (bad response, server timeout, server closed mid-body).
         hrsp_1xx..hrsp_5xx: responses sent to clients by class.
@@ -41,6 +46,8 @@ class Counters:
     spliced: int = 0
     copied: int = 0
     ereq: int = 0
+    dreq: int = 0
+    intercepted: int = 0
     econ: int = 0
     eresp: int = 0
     hrsp_1xx: int = 0

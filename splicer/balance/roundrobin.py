@@ -1,32 +1,42 @@
-"""`balance roundrobin`: each server in turn, in proportion to its weight.
+"""`balance roundrobin`: each server in turn, in proportion to its (dynamic) weight.
 
-Uses smooth weighted round-robin (as nginx): every pick adds each usable server's weight to
-its current score, takes the highest, and subtracts the total. Over any window of
+Uses smooth weighted round-robin (as nginx): every pick adds each usable server's effective
+weight to its current score, takes the highest, and subtracts the total. Over any window of
 sum(weights) picks each server gets exactly its share, and picks of one server are spread
-out instead of bunched (haproxy's fwrr gives the same proportions).
+out instead of bunched (haproxy's fwrr gives the same proportions). The weights are read at
+each pick, so a weight change or a slowstart ramp takes effect at the next request (haproxy:
+roundrobin is a dynamic algorithm). Only the group in use takes part (base.py: the active
+servers, or the backups when none is up).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from splicer.balance.base import Balancer
+from splicer.balance.base import WEIGHT_SCALE, Balancer
 
 
 class RoundRobin(Balancer):
-    """haproxy `balance roundrobin` (weighted; dynamic weights not supported yet)."""
+    """haproxy `balance roundrobin` (weighted, dynamic weights, backups, slowstart)."""
 
-    def __init__(self, weights: Sequence[int], maxconns: Sequence[int] | None = None) -> None:
-        super().__init__(weights, maxconns)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
         self._current = [0] * len(self.weights)
 
-    def pick(self, avoid: Iterable[int] = ()) -> int | None:
+    def pick(self, avoid: Iterable[int] = (), key: int | None = None, now: float = 0.0) -> int | None:
         """See Balancer.pick. Deterministic: same sequence of calls, same picks."""
         avoid = set(avoid)
         best = None
         total = 0
         cur = self._current
-        for i, w in enumerate(self.weights):
-            if i in avoid or not self.usable(i):
+        ramping = self.ramping
+        for i in self.group():
+            if i in avoid:
+                continue
+            if ramping:
+                m, w = self.maxconn(i, now), self.eweight(i, now)
+            else:  # the common case, spelled out: no slowstart ramp under way
+                m, w = self.maxconns[i], self.weights[i] * WEIGHT_SCALE
+            if m and self.active[i] >= m:
                 continue
             cur[i] += w
             total += w
@@ -35,3 +45,9 @@ class RoundRobin(Balancer):
         if best is not None:
             cur[best] -= total
         return best
+
+    def set_up(self, i: int, up: bool, now: float = 0.0) -> None:
+        """See Balancer.set_up; a server that comes back starts from a zero score."""
+        if up != self.up[i]:
+            self._current[i] = 0
+        super().set_up(i, up, now)

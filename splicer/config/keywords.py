@@ -11,9 +11,9 @@ Theory of operation: the parser finds the Keyword for (word, section kind) with 
 calls ``keyword.parse(ctx, args)``. A parse function reads the words after the keyword, records
 typed values with ``ctx.set(key, value)`` and notes with ``ctx.warn(text)``, or raises ArgError
 with the message that follows "file:line: ". Keys are the model's attribute names
-(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind``, ``server`` and the
-``http_request``/``http_response`` rules accumulate, every other key is overwritten by a
-later statement.
+(``maxconn``, ``splice_auto``, ``timeout.http_request``, ...); ``bind``, ``server``, ``acl``,
+``use_backend`` and the ``http_request``/``http_response`` rules accumulate, every other key
+is overwritten by a later statement.
 """
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from splicer.config.model import Bind, Server
+from splicer.config.model import Balance, Bind, HashType, Server, SwitchingRule
 from splicer.config.units import parse_size, parse_time
+from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.rules import RuleError, parse_rule
+from splicer.http.sample import SampleError, parse_name_format
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
 """Section keywords, in the column order of haproxy's keyword matrix."""
@@ -446,45 +448,263 @@ def _parse_default_backend(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("default_backend", args[0])
 
 
-SUPPORTED_BALANCE = ("roundrobin", "leastconn")
-HAPROXY_BALANCE = frozenset({"static-rr", "first", "source", "uri", "url_param", "hdr",
-                             "random", "rdp-cookie", "hash"})
+SUPPORTED_BALANCE = ("roundrobin", "static-rr", "leastconn", "first", "source", "uri",
+                     "url_param", "hdr(<name>)", "random")
+"""The `balance` algorithms splicer implements (splicer/balance/), as haproxy spells them."""
+HAPROXY_BALANCE = frozenset({"rdp-cookie", "hash", "log-hash", "sticky"})
+"""haproxy algorithms splicer refuses as "not supported" rather than "unknown"."""
+_BALANCE_NAMES = ("roundrobin", "static-rr", "leastconn", "first", "source", "uri", "url_param",
+                  "hdr", "random")
+_SUPPORTED_BALANCE_TEXT = "supported: " + ", ".join(SUPPORTED_BALANCE)
+_RANDOM = re.compile(r"random(?:\((.*)\))?\Z")
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # a token (RFC 9110 section 5.1)
+
+
+def _parse_acl(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``acl <name> <criterion> [flags] [operator] [<value>] ...``: key ``acl``, a
+    (name, http.acl.AclExpr) pair; the lines of a section add up (same-name lines OR
+    together, resolve.py). ``-f`` files are read now, relative to the configuration file."""
+    import os
+
+    try:
+        ctx.set("acl", parse_acl(list(args), os.path.dirname(ctx.file), ctx.file, ctx.line))
+    except AclError as exc:
+        raise ArgError(str(exc)) from None
+
+
+def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``use_backend <backend> [{if | unless} <condition>]``: key ``use_backend``, a
+    SwitchingRule whose condition is bound to the section's ACLs by resolve.py, which also
+    checks that a literal backend exists. A name holding ``%[...]`` is dynamic: it is
+    rendered per request (fetches with the ``lower``/``upper`` converters)."""
+    import os
+
+    _need(args, 1, "'use_backend' expects a backend name: use_backend <backend> [if|unless <condition>]")
+    name = args[0]
+    dynamic = None
+    if "%" in name:
+        try:
+            dynamic = parse_name_format(name)
+        except SampleError as exc:
+            raise ArgError(f"'use_backend {name}': {exc}") from None
+    if name in ("if", "unless"):
+        raise ArgError("'use_backend' expects a backend name before the condition")
+    cond = None
+    if len(args) > 1:
+        if args[1] not in ("if", "unless"):
+            raise ArgError(f"'use_backend {name}': expected 'if' or 'unless', got '{args[1]}'")
+        try:
+            cond = parse_condition(list(args[1:]), os.path.dirname(ctx.file), ctx.file, ctx.line)
+        except AclError as exc:
+            raise ArgError(f"'use_backend {name}': {exc}") from None
+    ctx.set("use_backend", SwitchingRule(name, cond, ctx.file, ctx.line, dynamic))
 
 
 def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
-    """haproxy ``balance { roundrobin | leastconn }``: key ``balance``."""
-    _need(args, 1, "'balance' expects an algorithm (supported: roundrobin, leastconn)")
+    """haproxy ``balance <algorithm> [<arguments>]``: keys ``balance`` (the algorithm's name)
+    and ``balance_args`` (a Balance). Algorithms and arguments as haproxy's
+    configuration.txt "balance" (src/backend.c backend_parse_balance()): ``roundrobin``,
+    ``static-rr``, ``leastconn``, ``first``, ``source``, ``uri [len N] [depth N] [whole]
+    [path-only]``, ``url_param <name>``, ``hdr(<name>) [use_domain_only]``,
+    ``random[(<draws>)]``."""
+    _need(args, 1, f"'balance' expects an algorithm ({_SUPPORTED_BALANCE_TEXT})")
     algo = args[0]
-    if algo in SUPPORTED_BALANCE:
+    rest = args[1:]
+    if algo in ("roundrobin", "static-rr", "leastconn", "first", "source"):
         _no_extra(f"balance {algo}", args, 1)
-        ctx.set("balance", algo)
+        value = Balance(algo)
+    elif _RANDOM.match(algo):
+        draws = _RANDOM.match(algo).group(1)
+        if draws is None or draws == "":
+            n = 2
+        elif not _DIGITS.match(draws):
+            raise ArgError(f"'balance random': the number of draws must be an integer, got '{draws}'")
+        else:
+            n = int(draws)
+            if not 1 <= n <= MAX_INT:
+                raise ArgError(f"'balance random': the number of draws must be at least 1, got {n}")
+        _no_extra(f"balance {algo}", args, 1)
+        algo, value = "random", Balance("random", draws=n)
+    elif algo.startswith("random("):
+        raise ArgError(f"'balance {algo}': missing closing parenthesis")
+    elif algo == "uri":
+        value = _balance_uri(rest)
+    elif algo == "url_param":
+        _need(rest, 1, "'balance url_param' expects a URL parameter name")
+        if len(rest) > 1:
+            if rest[1] == "check_post":
+                raise ArgError("'balance url_param': 'check_post' (a parameter in the request "
+                               "body) is not supported")
+            raise ArgError(f"'balance url_param' only accepts the 'check_post' modifier "
+                           f"(got '{rest[1]}')")
+        value = Balance("url_param", param=rest[0])
+    elif algo.startswith("hdr(") or algo == "hdr":
+        end = algo.find(")")
+        name = algo[4:end] if end > 4 else ""
+        if not name or end != len(algo) - 1 or "(" in name:
+            raise ArgError("'balance hdr(<name>)' expects a header field name, e.g. 'hdr(host)'")
+        if not _FIELD_NAME.match(name):
+            raise ArgError(f"'balance hdr()': invalid header field name '{name}'")
+        domain = False
+        if rest:
+            if rest[0] != "use_domain_only":
+                raise ArgError(f"'balance {algo}' only accepts the 'use_domain_only' modifier "
+                               f"(got '{rest[0]}')")
+            _no_extra(f"balance {algo} use_domain_only", rest, 1)
+            domain = True
+        algo, value = "hdr", Balance("hdr", param=name, use_domain_only=domain)
     elif algo.split("(", 1)[0] in HAPROXY_BALANCE:
-        raise ArgError(f"balance algorithm '{algo}' is not supported "
-                       "(supported: roundrobin, leastconn)")
+        raise ArgError(f"balance algorithm '{algo}' is not supported ({_SUPPORTED_BALANCE_TEXT})")
     else:
         raise ArgError(f"unknown balance algorithm '{algo}'"
-                       + (did_you_mean(algo, SUPPORTED_BALANCE)
-                          or " (supported: roundrobin, leastconn)"))
+                       + (did_you_mean(algo, _BALANCE_NAMES) or f" ({_SUPPORTED_BALANCE_TEXT})"))
+    ctx.set("balance", algo)
+    ctx.set("balance_args", value)
 
 
-SERVER_OPTIONS = ("weight", "maxconn", "disabled", "check", "inter", "rise", "fall")
-"""Server options splicer reads; check/inter/rise/fall are validated, then ignored with a
-warning."""
+def _balance_uri(args: Sequence[str]) -> Balance:
+    """The arguments of ``balance uri``: ``len N``, ``depth N`` (positive integers),
+    ``whole``, ``path-only``, in any order."""
+    length = depth = 0
+    whole = path_only = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("len", "depth"):
+            if i + 1 >= len(args):
+                raise ArgError(f"'balance uri': '{arg}' expects a positive integer")
+            n = parse_int(args[i + 1], f"balance uri {arg}", 1)
+            if arg == "len":
+                length = n
+            else:
+                depth = n
+            i += 2
+        elif arg == "whole":
+            whole = True
+            i += 1
+        elif arg == "path-only":
+            path_only = True
+            i += 1
+        else:
+            raise ArgError(f"'balance uri' only accepts 'len', 'depth', 'path-only' and 'whole' "
+                           f"(got '{arg}')" + did_you_mean(arg, ("len", "depth", "path-only", "whole")))
+    return Balance("uri", uri_len=length, uri_depth=depth, uri_whole=whole, uri_path_only=path_only)
+
+
+HASH_METHODS = ("map-based", "consistent")
+HASH_FUNCTIONS = ("sdbm", "djb2", "wt6", "crc32")
+
+
+def _parse_hash_type(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``hash-type <method> [<function> [avalanche]]``: key ``hash_type``, a
+    HashType. The function defaults to sdbm; ``consistent`` without a function means
+    ``consistent sdbm avalanche``, as in haproxy (src/cfgparse-listen.c)."""
+    _need(args, 1, "'hash-type' expects 'map-based' or 'consistent'")
+    method = args[0]
+    if method not in HASH_METHODS:
+        raise ArgError(f"'hash-type' only supports 'consistent' and 'map-based' (got '{method}')"
+                       + did_you_mean(method, HASH_METHODS))
+    if len(args) == 1:
+        ctx.set("hash_type", HashType(method, "sdbm", method == "consistent"))
+        return
+    function = args[1]
+    if function == "none":
+        raise ArgError("'hash-type': function 'none' (the key used as a number) is not supported")
+    if function not in HASH_FUNCTIONS:
+        raise ArgError(f"'hash-type' only supports the hash functions 'sdbm', 'djb2', 'wt6' and "
+                       f"'crc32' (got '{function}')" + did_you_mean(function, HASH_FUNCTIONS))
+    avalanche = False
+    if len(args) > 2:
+        if args[2] != "avalanche":
+            raise ArgError(f"'hash-type' only supports 'avalanche' as a modifier (got '{args[2]}')")
+        avalanche = True
+    _no_extra("hash-type", args, 3)
+    ctx.set("hash_type", HashType(method, function, avalanche))
+
+
+def _parse_hash_balance_factor(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``hash-balance-factor <factor>``: key ``hash_balance_factor``, 0 (no bound)
+    or an integer above 100 (a percentage of the mean load)."""
+    _need(args, 1, "'hash-balance-factor' expects an integer argument")
+    _no_extra("hash-balance-factor", args, 1)
+    factor = parse_int(args[0], "hash-balance-factor")
+    if 0 < factor <= 100:
+        raise ArgError(f"'hash-balance-factor' must be 0 or greater than 100, got {factor}")
+    ctx.set("hash_balance_factor", factor)
+
+
+SERVER_OPTIONS = ("weight", "maxconn", "maxqueue", "disabled", "enabled", "check", "no-check",
+                  "inter", "rise", "fall", "backup", "no-backup", "slowstart")
+"""Server options splicer reads (on `server` and `default-server` lines)."""
 
 HAPROXY_SERVER_OPTIONS = frozenset({
-    "addr", "agent-check", "agent-inter", "agent-port", "alpn", "backup", "ca-file", "cookie",
-    "crt", "downinter", "enabled", "error-limit", "fastinter", "id", "init-addr", "maxqueue",
-    "minconn", "no-check", "non-stick", "observe", "on-error", "on-marked-down",
+    "addr", "agent-check", "agent-inter", "agent-port", "alpn", "ca-file", "cookie",
+    "crt", "downinter", "error-limit", "fastinter", "id", "init-addr",
+    "minconn", "non-stick", "observe", "on-error", "on-marked-down",
     "on-marked-up", "pool-max-conn", "pool-purge-delay", "port", "proto", "redir", "resolvers",
-    "resolve-prefer", "send-proxy", "send-proxy-v2", "slowstart", "sni", "source", "ssl",
-    "track", "verify", "check-ssl", "check-sni", "tfo", "ws",
+    "resolve-prefer", "send-proxy", "send-proxy-v2", "sni", "source", "ssl",
+    "track", "verify", "check-ssl", "check-sni", "tfo", "ws", "hash-key",
 })
 """haproxy server options that splicer refuses as "not supported" rather than "unknown"."""
 
+_SERVER_FLAGS = {"disabled": ("disabled", True), "enabled": ("disabled", False),
+                 "check": ("check", True), "no-check": ("check", False),
+                 "backup": ("backup", True), "no-backup": ("backup", False)}
+"""Flag options: option -> (Server field, value); the ``no-``/``enabled`` forms undo a
+`default-server` setting, as in haproxy."""
+
+
+def _server_options(what: str, args: Sequence[str]) -> dict[str, object]:
+    """Read the options of a `server` or `default-server` line.
+
+    Args:
+        what: the line for messages, e.g. ``server 's1'`` or ``default-server``.
+        args: the words after the address (server) or after the keyword (default-server).
+
+    Returns:
+        Server field -> value, for the options the line names (the last one wins).
+
+    Raises:
+        ArgError: e.g. ``server 's1': 'weight' must be between 0 and 256, got 300``.
+    """
+    out: dict[str, object] = {}
+    i = 0
+    while i < len(args):
+        opt = args[i]
+        if opt in ("weight", "maxconn", "maxqueue", "inter", "rise", "fall", "slowstart"):
+            if i + 1 >= len(args):
+                raise ArgError(f"{what}: '{opt}' expects a value")
+            value = args[i + 1]
+            if opt == "weight":
+                out["weight"] = _server_int(what, opt, value, 0, 256)
+            elif opt in ("maxconn", "maxqueue"):
+                out[opt] = _server_int(what, opt, value, 0, MAX_INT)
+            elif opt in ("inter", "slowstart"):
+                try:
+                    seconds = parse_time(value)
+                    if opt == "inter" and seconds == 0:
+                        raise ValueError("the interval must be greater than zero")
+                except ValueError as exc:
+                    raise ArgError(f"{what}: '{opt}': {exc}") from None
+                out[opt] = seconds
+            else:
+                out[opt] = _server_int(what, opt, value, 1, MAX_INT)
+            i += 2
+        elif opt in _SERVER_FLAGS:
+            field_name, flag = _SERVER_FLAGS[opt]
+            out[field_name] = flag
+            i += 1
+        elif opt in HAPROXY_SERVER_OPTIONS:
+            raise ArgError(f"{what}: option '{opt}' is not supported")
+        else:
+            raise ArgError(f"{what}: unknown option '{opt}'" + did_you_mean(opt, SERVER_OPTIONS))
+    return out
+
 
 def _parse_server(ctx: Context, args: Sequence[str]) -> None:
-    """haproxy ``server <name> <addr>:<port> [weight N] [maxconn N] [disabled] [check]
-    [inter T] [rise N] [fall N]``: key ``server``, a Server."""
+    """haproxy ``server <name> <addr>:<port> [options]``: key ``server``, a Server whose
+    ``explicit`` names the options the line sets (resolve.py fills the others from the
+    `default-server` lines above it). Options: SERVER_OPTIONS."""
     _need(args, 2, "'server' expects <name> <addr>:<port> [options]")
     name, address = args[0], args[1]
     if not valid_name(name):
@@ -497,44 +717,17 @@ def _parse_server(ctx: Context, args: Sequence[str]) -> None:
         raise ArgError(f"{what}: address '{address}' has no host")
     if not _is_ip(host) and not _HOSTNAME.match(host):
         raise ArgError(f"{what}: invalid host '{host}'")
-    weight, maxconn, disabled = 1, 0, False
-    check, inter, rise, fall = False, 2.0, 2, 3
-    i = 2
-    while i < len(args):
-        opt = args[i]
-        if opt in ("weight", "maxconn", "inter", "rise", "fall"):
-            if i + 1 >= len(args):
-                raise ArgError(f"{what}: '{opt}' expects a value")
-            value = args[i + 1]
-            if opt == "weight":
-                weight = _server_int(what, opt, value, 0, 256)
-            elif opt == "maxconn":
-                maxconn = _server_int(what, opt, value, 0, MAX_INT)
-            elif opt == "inter":
-                try:
-                    inter = parse_time(value)
-                    if inter == 0:
-                        raise ValueError("the interval must be greater than zero")
-                except ValueError as exc:
-                    raise ArgError(f"{what}: 'inter': {exc}") from None
-            elif opt == "rise":
-                rise = _server_int(what, opt, value, 1, MAX_INT)
-            else:
-                fall = _server_int(what, opt, value, 1, MAX_INT)
-            i += 2
-        elif opt == "disabled":
-            disabled = True
-            i += 1
-        elif opt == "check":
-            check = True
-            i += 1
-        elif opt in HAPROXY_SERVER_OPTIONS:
-            raise ArgError(f"{what}: option '{opt}' is not supported")
-        else:
-            raise ArgError(f"{what}: unknown option '{opt}'" + did_you_mean(opt, SERVER_OPTIONS))
-    ctx.set("server", Server(name=name, host=host, port=port, weight=weight, maxconn=maxconn,
-                             disabled=disabled, check=check, inter=inter, rise=rise, fall=fall,
-                             file=ctx.file, line=ctx.line))
+    options = _server_options(what, args[2:])
+    ctx.set("server", Server(name=name, host=host, port=port, file=ctx.file, line=ctx.line,
+                             explicit=frozenset(options), **options))  # type: ignore[arg-type]
+
+
+def _parse_default_server(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``default-server [options]``: key ``default_server``, the (field, value)
+    pairs it sets; they apply to the `server` lines that follow, in this section and in the
+    sections that inherit this `defaults` section (resolve.py). Options: SERVER_OPTIONS."""
+    _need(args, 1, "'default-server' expects at least one server option")
+    ctx.set("default_server", tuple(_server_options("default-server", args).items()))
 
 
 def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:
@@ -804,6 +997,8 @@ OPTIONS: dict[str, Keyword] = {
                                    doc_ref("option http-buffer-request"), negatable=True),
     "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
                             doc_ref("option abortonclose"), negatable=True),
+    "allbackups": Keyword("option allbackups", BACK, _flag("allbackups", "allbackups"),
+                          doc_ref("option allbackups"), negatable=True),
     "httpchk": Keyword("option httpchk", BACK, _parse_httpchk, doc_ref("option httpchk")),
     # Keep-alive is splicer's only HTTP connection mode, as it is haproxy's default one, so
     # the option (and its negation, which in haproxy falls back to that default) sets nothing.
@@ -815,7 +1010,7 @@ OPTIONS: dict[str, Keyword] = {
 
 HAPROXY_OPTIONS = frozenset({
     "accept-invalid-http-request", "accept-invalid-http-response",
-    "allbackups", "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
+    "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
     "external-check", "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server", "http-ignore-probes",
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
@@ -883,9 +1078,14 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("mode", PROXIES, _parse_mode),
     _kw("bind", FRONT_ONLY, _parse_bind),
     _kw("default_backend", FRONT, _parse_default_backend),
+    _kw("use_backend", FRONT_ONLY, _parse_use_backend),
+    _kw("acl", FRONT_ONLY | BACK_ONLY, _parse_acl),
     _kw("maxconn", FRONT, _int_keyword("maxconn", "maxconn", 0), "maxconn (proxies)"),
     _kw("balance", BACK, _parse_balance),
     _kw("server", BACK_ONLY, _parse_server),
+    _kw("default-server", BACK, _parse_default_server),
+    _kw("hash-type", BACK, _parse_hash_type),
+    _kw("hash-balance-factor", BACK, _parse_hash_balance_factor),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),

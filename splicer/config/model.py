@@ -64,14 +64,21 @@ class Bind:
 
 @dataclass(frozen=True)
 class Server:
-    """One `server NAME ADDR:PORT [weight N] [maxconn N] [disabled]` line.
+    """One `server NAME ADDR:PORT [options]` line, after its section's `default-server` lines.
 
     Attributes:
-        weight: relative share for `balance roundrobin`/`leastconn`, 0..256 (haproxy default 1).
+        weight: relative share of the weighted algorithms, 0..256 (haproxy default 1).
         maxconn: max concurrent connections to this server; 0 = unlimited (haproxy default).
         disabled: start in maintenance (haproxy `disabled`).
         check: run health checks (haproxy `check`): a TCP connect every `inter` seconds;
             `fall` failures in a row mark the server down, `rise` successes up again.
+        backup: haproxy `backup`: takes traffic only when no active server is up.
+        slowstart: haproxy `slowstart`, seconds (0 = none): after coming back UP, the
+            server's weight and maxconn ramp up over this time.
+        maxqueue: haproxy `maxqueue`: at most this many requests wait for this server
+            (0 = no limit); see runtime/backend.py for how the backend queue counts them.
+        explicit: the option fields the `server` line itself sets; the others come from
+            the `default-server` lines above it (resolve.py). Not part of equality.
     """
 
     name: str
@@ -84,8 +91,70 @@ class Server:
     inter: float = 2.0
     rise: int = 2
     fall: int = 3
+    backup: bool = False
+    slowstart: float = 0.0
+    maxqueue: int = 0
     file: str = ""
     line: int = 0
+    explicit: frozenset = field(default=frozenset(), compare=False)
+
+
+@dataclass(frozen=True)
+class Balance:
+    """The `balance` line: the algorithm and its arguments (haproxy configuration.txt 4.2,
+    "balance").
+
+    Attributes:
+        algorithm: "roundrobin", "static-rr", "leastconn", "first", "source", "uri",
+            "url_param", "hdr" or "random".
+        uri_len / uri_depth: `balance uri len N` / `depth N` (0 = not set).
+        uri_whole / uri_path_only: `balance uri whole` / `path-only`.
+        param: the parameter name of `url_param`, the field name of `hdr(<name>)`.
+        use_domain_only: `balance hdr(<name>) use_domain_only`.
+        draws: `random(<draws>)`, >= 1 (haproxy default 2).
+    """
+
+    algorithm: str = "roundrobin"
+    uri_len: int = 0
+    uri_depth: int = 0
+    uri_whole: bool = False
+    uri_path_only: bool = False
+    param: str = ""
+    use_domain_only: bool = False
+    draws: int = 2
+
+
+@dataclass(frozen=True)
+class HashType:
+    """The `hash-type <method> [<function> [avalanche]]` line (haproxy configuration.txt 4.2).
+
+    Attributes:
+        method: "map-based" (haproxy's default) or "consistent".
+        function: "sdbm" (default), "djb2", "wt6" or "crc32".
+        avalanche: the `avalanche` modifier (set by default with `consistent` and no function).
+    """
+
+    method: str = "map-based"
+    function: str = "sdbm"
+    avalanche: bool = False
+
+
+@dataclass(frozen=True)
+class SwitchingRule:
+    """One ``use_backend <backend> [if|unless <condition>]`` line (haproxy 4.2 "use_backend").
+
+    Attributes:
+        backend: the backend's name, or the dynamic name as written (``be_%[req.hdr(host),lower]``).
+        cond: the http.acl.Condition, bound to the section's ACLs; None: always.
+        dynamic: for a dynamic name, its parsed parts (http.sample.parse_name_format), the
+            backend being looked up per request; None for a literal name.
+    """
+
+    backend: str
+    cond: object = None
+    file: str = ""
+    line: int = 0
+    dynamic: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -104,8 +173,11 @@ class Frontend:
             applies (runtime/route.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
-        http_request / http_response: header rules (splicer.http.rules.HeaderRule) of its
-            `http-request` / `http-response` lines, in file order (a listen section's are here).
+        http_request / http_response: the rules of its `http-request` / `http-response`
+            lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule), in file
+            order, their conditions bound to the section's ACLs (a listen section's are here).
+        use_backend: its `use_backend` rules (SwitchingRule), in file order: the first whose
+            condition holds names the request's backend, else default_backend.
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
     """
 
@@ -123,6 +195,7 @@ class Frontend:
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()
+    use_backend: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0
@@ -133,7 +206,14 @@ class Backend:
     """A `backend` section, or the back half of a `listen` section.
 
     Attributes:
-        balance: "roundrobin" or "leastconn" (haproxy `balance`; default roundrobin).
+        balance: the `balance` algorithm's name (default roundrobin); its arguments are in
+            balance_args.
+        balance_args: the whole `balance` line (Balance); None when constructed means
+            `Balance(balance)`, the algorithm without arguments (filled in at creation).
+        hash_type: `hash-type` (HashType; haproxy's default map-based sdbm).
+        hash_balance_factor: `hash-balance-factor`, 0 (no bound) or > 100.
+        allbackups: `option allbackups`: all backup servers take traffic when every active
+            server is down, not only the first one.
         servers: in file order.
         retries: connection attempts after the first on a failed connect (haproxy `retries`, default 3).
         redispatch: `option redispatch`: a retry may go to another server.
@@ -159,6 +239,10 @@ class Backend:
     name: str
     mode: str
     balance: str = "roundrobin"
+    balance_args: Balance | None = None
+    hash_type: HashType = field(default_factory=HashType)
+    hash_balance_factor: int = 0
+    allbackups: bool = False
     servers: tuple[Server, ...] = ()
     forwardfor: bool = False
     splice_request: bool = False
@@ -179,6 +263,10 @@ class Backend:
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0
+
+    def __post_init__(self) -> None:
+        if self.balance_args is None:
+            object.__setattr__(self, "balance_args", Balance(self.balance))
 
 
 @dataclass(frozen=True)

@@ -17,20 +17,33 @@ Theory of operation (haproxy semantics unless noted):
   connect/server/queue/tunnel timeouts). ``bind``, ``server``, ``http-request`` and
   ``http-response`` lines are never inherited (the last two are refused in defaults); a
   listen section's rules go to its Frontend only, so they run once per message.
+- ``default-server`` lines set the options of the ``server`` lines after them: a server
+  starts from the defaults section's ``default-server`` lines, then its own section's ones
+  above it (each line changes only the options it names), then its own options.
 - ``listen NAME`` becomes a Frontend and a Backend, both named NAME, with the section's
   settings; the Frontend's default_backend is NAME unless the listen section itself names
   another one (splicer ignores a default_backend inherited from defaults here, see
   docs/configuration.md).
-- Checks: a frontend needs a ``bind`` and a default_backend; the default_backend must name a
-  backend (or listen) of the same mode; frontend names (frontend + listen) and backend names
+- ACLs belong to their section (haproxy 7.1): ``acl`` lines of the same name add up into one
+  ACL, and a condition (``http-request ... if``, ``use_backend ... if``) may only name ACLs
+  declared above it in the same section, or predefined ones (haproxy 7.4); each condition is
+  bound here to the section's ACLs, as they stand once the whole section is read.
+- Checks: a frontend needs a ``bind`` and a default_backend (or, in mode http, some
+  ``use_backend`` rule); the default_backend and every use_backend must name a backend (or
+  listen) of the same mode; frontend names (frontend + listen) and backend names
   (backend + listen) are unique; server names are unique within a backend. A backend without
-  servers is valid: its requests get 503.
+  servers is valid: its requests get 503. A layer-7 hash (``balance uri``, ``url_param``,
+  ``hdr()``) in mode tcp falls back to roundrobin with a warning, as in haproxy.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from splicer.config.keywords import describe_section, did_you_mean
 from splicer.config.model import (
     Backend,
+    Balance,
+    HashType,
     Bind,
     Config,
     Frontend,
@@ -38,10 +51,17 @@ from splicer.config.model import (
     Server,
     Timeouts,
 )
+from dataclasses import replace
+
+from splicer.http.acl import PREDEFINED, Acl
 from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
-_ACCUMULATED = frozenset({"bind", "server", "http_request", "http_response"})
+_ACCUMULATED = frozenset({"bind", "server", "default_server", "http_request", "http_response", "acl",
+                          "use_backend"})
+_L7_HASHES = frozenset({"uri", "url_param", "hdr"})
+_CONDITIONAL = ("http_request", "http_response", "use_backend")
+_KEYWORD = {"http_request": "http-request", "http_response": "http-response", "use_backend": "use_backend"}
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
 _BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel", "check")
 
@@ -95,21 +115,30 @@ def resolve(raw: RawConfig) -> Config:
                     keyword = entry.key.replace("_", "-")
                     warnings.append(f"{entry.file}:{entry.line}: {where}: '{keyword}' rules are "
                                     "ignored in mode tcp (they need mode http)")
+        bound = _bind_conditions(section, where, error)
         if section.kind in ("frontend", "listen"):
             claim(fe_names, section)
             if section.kind == "frontend":
                 link = settings.get("default_backend")
             else:
                 link = next((e for e in section.entries if e.key == "default_backend"), None)
-            frontend = _frontend(section, settings, link)
+            frontend = _frontend(section, settings, link, bound)
             if not frontend.binds:
                 error(section.line, f"{where} has no 'bind' line")
-            if link is None and section.kind == "frontend":
+            if link is None and section.kind == "frontend" and not (frontend.use_backend and mode == "http"):
                 error(section.line, f"{where} has no default_backend")
+            if frontend.use_backend and mode != "http":
+                error(frontend.use_backend[0].line, f"{where}: 'use_backend' needs mode http (this "
+                                                     f"frontend is in mode {mode})")
             frontends.append((frontend, where, link))
         if section.kind in ("backend", "listen"):
             claim(be_names, section)
-            backend = _backend(section, settings)
+            backend = _backend(section, settings, bound)
+            if backend.mode == "tcp" and backend.balance in _L7_HASHES:
+                entry = settings["balance"]
+                warnings.append(f"{entry.file}:{entry.line}: {where}: 'balance {backend.balance}' "
+                                "needs mode http; falling back to roundrobin")
+                backend = replace(backend, balance="roundrobin", balance_args=Balance("roundrobin"))
             seen: dict[str, Server] = {}
             for server in backend.servers:
                 if server.name in seen:
@@ -121,6 +150,17 @@ def resolve(raw: RawConfig) -> Config:
             backends.setdefault(section.name, backend)
 
     for frontend, where, link in frontends:
+        for rule in frontend.use_backend if frontend.mode == "http" else ():
+            if rule.dynamic is not None:
+                continue  # looked up per request (runtime/route.py)
+            target = backends.get(rule.backend)
+            if target is None:
+                what = ("is a frontend, not a backend" if rule.backend in fe_names
+                        else "not found" + did_you_mean(rule.backend, backends))
+                error(rule.line, f"{where}: use_backend '{rule.backend}' {what}")
+            elif target.mode != frontend.mode:
+                error(rule.line, f"{where} is in mode {frontend.mode} but its use_backend "
+                                 f"'{target.name}' is in mode {target.mode}")
         if link is None or frontend.default_backend is None:
             continue
         target = backends.get(frontend.default_backend)
@@ -195,15 +235,63 @@ def _errorfiles(settings: dict[str, Entry]) -> tuple[tuple[int, bytes], ...]:
                         if k.startswith("errorfile.")))
 
 
-def _rules(section: RawSection, key: str) -> tuple:
-    """The section's own header rules under `key`, in file order."""
-    return tuple(entry.value for entry in section.entries if entry.key == key)
+def _rules(section: RawSection, key: str, bound: dict | None = None) -> tuple:
+    """The section's own rules under `key`, in file order, with their conditions bound
+    (`bound`: {id(entry): rule} from _bind_conditions)."""
+    bound = bound or {}
+    return tuple(bound.get(id(entry), entry.value) for entry in section.entries if entry.key == key)
+
+
+def _bind_conditions(section: RawSection, where: str, error) -> dict:
+    """Bind the conditions of a section's rules to its ACLs (haproxy 7.1, 7.2).
+
+    Returns:
+        {id(entry): the entry's rule with its condition bound}, for every rule entry that
+        has a condition whose names all resolved; the other names are reported to `error`:
+        an unknown name, or one declared only below the rule that uses it.
+    """
+    exprs: dict[str, list] = {}
+    first_line: dict[str, int] = {}
+    for entry in section.entries:
+        if entry.key == "acl":
+            name, expr = entry.value  # type: ignore[misc]
+            exprs.setdefault(name, []).append(expr)
+            first_line.setdefault(name, entry.line)
+    acls = {name: Acl(name, tuple(e)) for name, e in exprs.items()}
+    declared: set[str] = set()
+    out = {}
+    for entry in section.entries:
+        if entry.key == "acl":
+            declared.add(entry.value[0])  # type: ignore[index]
+            continue
+        if entry.key not in _CONDITIONAL:
+            continue
+        rule = entry.value
+        cond = getattr(rule, "cond", None)
+        if cond is None:
+            continue
+        missing = False
+        for name in cond.names:
+            if name in declared or (name in PREDEFINED and name not in acls):
+                continue
+            missing = True
+            what = f"'{_KEYWORD[entry.key]}' condition"
+            if name in acls:
+                error(entry.line, f"{where}: ACL '{name}' is used in a {what} before it is declared "
+                                  f"(at line {first_line[name]})")
+            else:
+                error(entry.line, f"{where}: unknown ACL '{name}' in a {what}"
+                                  + did_you_mean(name, [*declared, *PREDEFINED]))
+        if not missing:
+            out[id(entry)] = dataclasses.replace(rule, cond=cond.bind(acls))  # type: ignore[type-var]
+    return out
 
 
 _SPLICE_KEYS = ("splice_request", "splice_response", "splice_auto")
 
 
-def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None) -> Frontend:
+def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None,
+              bound: dict | None = None) -> Frontend:
     binds: list[Bind] = []
     for entry in section.entries:
         if entry.key == "bind":
@@ -225,8 +313,9 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         splice_named=any(k in settings for k in _SPLICE_KEYS),
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         errorfiles=_errorfiles(settings),
-        http_request=_rules(section, "http_request"),
-        http_response=_rules(section, "http_response"),
+        http_request=_rules(section, "http_request", bound),
+        http_response=_rules(section, "http_response", bound),
+        use_backend=_rules(section, "use_backend", bound),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _FRONT_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,
@@ -234,12 +323,35 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
     )
 
 
-def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
-    servers = tuple(entry.value for entry in section.entries if entry.key == "server")
+def _servers(section: RawSection) -> tuple[Server, ...]:
+    """The section's servers with the `default-server` options in force above each one
+    (the inherited defaults section's lines first), under the line's own options."""
+    defaults: dict[str, object] = {}
+    inherited = section.defaults.entries if section.defaults is not None else []
+    for entry in inherited:
+        if entry.key == "default_server":
+            defaults.update(entry.value)  # type: ignore[arg-type]
+    servers = []
+    for entry in section.entries:
+        if entry.key == "default_server":
+            defaults.update(entry.value)  # type: ignore[arg-type]
+        elif entry.key == "server":
+            server: Server = entry.value  # type: ignore[assignment]
+            extra = {k: v for k, v in defaults.items() if k not in server.explicit}
+            servers.append(replace(server, **extra) if extra else server)
+    return tuple(servers)
+
+
+def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None = None) -> Backend:
+    servers = _servers(section)
     return Backend(
         name=section.name,
         mode=str(_value(settings, "mode", "tcp")),
         balance=str(_value(settings, "balance", "roundrobin")),
+        balance_args=_value(settings, "balance_args", None),  # type: ignore[arg-type]
+        hash_type=_value(settings, "hash_type", HashType()),  # type: ignore[arg-type]
+        hash_balance_factor=int(_value(settings, "hash_balance_factor", 0)),  # type: ignore[arg-type]
+        allbackups=bool(_value(settings, "allbackups", False)),
         servers=servers,  # type: ignore[arg-type]
         forwardfor=bool(_value(settings, "forwardfor", False)),
         splice_request=bool(_value(settings, "splice_request", False)),
@@ -255,8 +367,8 @@ def _backend(section: RawSection, settings: dict[str, Entry]) -> Backend:
         httpchk=_value(settings, "httpchk", None),  # type: ignore[arg-type]
         check_expect=tuple(_value(settings, "check_expect", ())),  # type: ignore[arg-type]
         errorfiles=_errorfiles(settings),
-        http_request=_rules(section, "http_request") if section.kind == "backend" else (),
-        http_response=_rules(section, "http_response") if section.kind == "backend" else (),
+        http_request=_rules(section, "http_request", bound) if section.kind == "backend" else (),
+        http_response=_rules(section, "http_response", bound) if section.kind == "backend" else (),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,

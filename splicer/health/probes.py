@@ -86,7 +86,7 @@ async def check_server(backend, server) -> None:
                                             bm.check_expect)
         change = state.result(status)
         if change is not None:
-            backend.balancer.set_up(server.index, change and not m.disabled)
+            backend.balancer.set_up(server.index, change and not m.disabled, backend.loop.time())
             log.warning("backend %s server %s is %s (%s%s, %d in a row)", backend.name, m.name,
                         "UP" if change else "DOWN", status.value,
                         f" {code}" if code else "", m.rise if change else m.fall)

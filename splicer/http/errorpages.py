@@ -5,7 +5,8 @@ Every one ends its connection (`Connection: close`), as haproxy's do. Nothing he
 from __future__ import annotations
 
 REASONS = {
-    400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 408: "Request Timeout",
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 408: "Request Timeout", 410: "Gone", 429: "Too Many Requests",
     413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
     501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
     505: "HTTP Version Not Supported",

@@ -411,7 +411,8 @@ def _parse_response(head: bytes, method: bytes, upgrade_requested: bool = False)
 
 def forward_request_head(req: RequestHead, client_ip: str | None,
                          forwarded: tuple[tuple[str, ...], str, str] | None = None,
-                         rules: tuple = (), stream: rules_mod.StreamInfo | None = None) -> bytes:
+                         rules: tuple = (), stream: rules_mod.StreamInfo | None = None,
+                         view=None) -> bytes:
     """The request head to send to the server: HTTP/1.1, hop-by-hop fields removed.
 
     Args:
@@ -422,6 +423,8 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
             field (haproxy `option forwarded`), likewise after hop-by-hop removal.
         rules: `http-request` header rules (http/rules.py), run after hop-by-hop removal and
             before X-Forwarded-For / Forwarded are added; `stream` is what their samples read.
+        view: the request's sample.RequestView, which rule conditions read (None: no rule
+            has one).
 
     Returns:
         Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
@@ -433,7 +436,7 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
         # empty, as RFC 9112 section 3.2 says when the target has no authority
         fields.insert(0, (b"Host", b""))
     if rules and stream is not None:
-        fields = rules_mod.apply(rules, fields, stream, rules_mod.Message(req.method, req.target))
+        fields = rules_mod.apply(rules, fields, stream, rules_mod.Message(req.method, req.target), view)
     if req.upgrade is not None:
         # Upgrade is hop-by-hop, but this hop passes the request to switch on, as asked
         fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
@@ -448,7 +451,7 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
 
 def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive: bool,
                           rules: tuple = (), stream: rules_mod.StreamInfo | None = None,
-                          req: RequestHead | None = None) -> bytes:
+                          req: RequestHead | None = None, view=None) -> bytes:
     """The response head to send to the client.
 
     Args:
@@ -459,6 +462,8 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         keep_alive: whether splicer keeps the client connection open after this response.
         rules: `http-response` header rules (http/rules.py), run on final and 101 responses
             after hop-by-hop removal; `stream` and `req` are what their samples read.
+        view: the request's sample.RequestView for rule conditions; its status and
+            response_fields are set to this response's before the rules run.
 
     Returns:
         Head bytes with hop-by-hop fields removed, framing fields written from resp.framing
@@ -471,7 +476,9 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
     if rules and stream is not None and (resp.status >= 200 or resp.status == 101):
         msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status,
                                 req.headers if req else None)
-        fields = rules_mod.apply(rules, fields, stream, msg)
+        if view is not None:
+            view.status, view.response_fields = resp.status, fields
+        fields = rules_mod.apply(rules, fields, stream, msg, view)
     if resp.status == 101:
         upgrade = b", ".join(v.strip() for n, v in resp.headers if n.lower() == b"upgrade")
         fields += [(b"Connection", b"upgrade")] + ([(b"Upgrade", upgrade)] if upgrade else [])

@@ -20,14 +20,21 @@ Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-respons
 - <fmt> is literal text with ``%[<fetch>]`` samples and ``%<alias>`` log-format variables
   (FETCHES, ALIASES); ``%%`` is a literal ``%``. In a response rule ``req.hdr`` reads the
   request's fields as the client sent them. A sample that finds nothing gives the empty string, as in haproxy.
-  Converters (``%[fetch,conv]``), ``%{flags}`` and ACL conditions (``if``/``unless``) are
-  refused at load time with the reason, never silently ignored.
+  Converters (``%[fetch,conv]``) and ``%{flags}`` are refused at load time with the reason,
+  never silently ignored.
+- A rule may end with an ACL condition (``if``/``unless``, http/acl.py): the rule runs only
+  when it holds. Conditions read the request as the client sent it (a RequestView built
+  once per request), not the fields an earlier rule rewrote; in http-response rules
+  ``hdr()``, ``res.hdr()`` and ``status`` read the response.
+- ``allow``, ``deny``, ``return`` and ``redirect`` (http/actions.py) are parsed here too,
+  so that a proxy's rules keep their order; apply() skips them.
 - Fields that carry message framing or connection management (FRAMING_FIELDS) cannot be
   rewritten: splicer writes them itself and a rule could otherwise desynchronise the
   framing it and the peer agree on (request smuggling).
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -35,14 +42,18 @@ from typing import Callable
 from splicer.http import headers as hdr
 
 ACTIONS = ("set-header", "add-header", "del-header")
-"""Supported actions of ``http-request`` and ``http-response``."""
+"""Header actions of ``http-request`` and ``http-response``."""
+
+REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect")
+"""Every action ``http-request`` supports (the last four: http/actions.py)."""
 
 HAPROXY_ACTIONS = frozenset({
-    "add-acl", "allow", "auth", "cache-use", "capture", "del-acl", "del-map", "deny",
+    "add-acl", "auth", "cache-use", "capture", "del-acl", "del-map", "deny",
     "disable-l7-retry", "do-resolve", "early-hint", "normalize-uri", "redirect", "reject",
     "replace-header", "replace-path", "replace-pathq", "replace-uri", "replace-value",
-    "return", "sc-inc-gpc0", "set-dst", "set-dst-port", "set-log-level", "set-map",
+    "sc-inc-gpc0", "set-dst", "set-dst-port", "set-log-level", "set-map",
     "set-mark", "set-method", "set-nice", "set-path", "set-pathq", "set-priority-class",
+    "allow", "deny", "return", "redirect",
     "set-priority-offset", "set-query", "set-src", "set-src-port", "set-status", "set-tos",
     "set-uri", "set-var", "silent-drop", "strict-mode", "tarpit", "track-sc0", "track-sc1",
     "track-sc2", "unset-var", "use-service", "wait-for-body", "wait-for-handshake",
@@ -262,6 +273,7 @@ class HeaderRule:
         name: the field name as written (token).
         value: the parsed format (parse_format); empty for del-header.
         file: configuration file; line: its 1-based line (for messages).
+        cond: the rule's acl.Condition, or None (the rule always runs).
     """
 
     action: str
@@ -269,6 +281,7 @@ class HeaderRule:
     value: tuple = ()
     file: str = ""
     line: int = 0
+    cond: object = None
 
 
 def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> HeaderRule:
@@ -278,21 +291,39 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         words: e.g. ``["set-header", "X-Forwarded-Proto", "http"]``.
         side: "request" or "response".
 
+    Returns:
+        A HeaderRule, or an actions.LocalRule for allow/deny/return/redirect; a condition's
+        ACL names are bound later (config/resolve.py).
+
     Raises:
-        RuleError: unknown or unsupported action, wrong argument count, a condition, a name
-            that is not a token or names a framing field, or a bad format (parse_format).
+        RuleError: unknown or unsupported action, wrong argument count, a bad condition
+            (acl.parse_condition), a name that is not a token or names a framing field, or a
+            bad format (parse_format).
     """
+    from splicer.http import acl, actions  # they build on this module
+
     keyword = f"http-{side}"
+    supported = REQUEST_ACTIONS if side == "request" else ACTIONS
     if not words:
-        raise RuleError(f"'{keyword}' expects an action (supported: {', '.join(ACTIONS)})")
+        raise RuleError(f"'{keyword}' expects an action (supported: {', '.join(supported)})")
     action, args = words[0], list(words[1:])
-    if action not in ACTIONS:
+    if action not in supported:
         if action in HAPROXY_ACTIONS:
-            raise RuleError(f"'{keyword} {action}' is not supported (supported: {', '.join(ACTIONS)})")
-        raise RuleError(f"unknown '{keyword}' action '{action}' (supported: {', '.join(ACTIONS)})")
+            raise RuleError(f"'{keyword} {action}' is not supported (supported: {', '.join(supported)})")
+        raise RuleError(f"unknown '{keyword}' action '{action}' (supported: {', '.join(supported)})")
+    args, cond_words = acl.split_condition(args)
+    base_dir = os.path.dirname(file)
+
+    def condition():
+        if cond_words is None:
+            return None
+        try:
+            return acl.parse_condition(cond_words, base_dir, file, line)
+        except acl.AclError as exc:
+            raise RuleError(f"'{keyword} {action}': {exc}") from None
+    if action in actions.LOCAL_ACTIONS:
+        return actions.parse_action(action, args, condition(), base_dir, file, line)
     want = 1 if action == "del-header" else 2
-    if any(a in ("if", "unless") for a in args[want:want + 1]):
-        raise RuleError(f"'{keyword} {action}': ACL conditions ('if'/'unless') are not supported")
     if action == "del-header" and "-m" in args:
         raise RuleError(f"'{keyword} del-header -m' is not supported")
     if len(args) != want:
@@ -306,7 +337,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         raise RuleError(f"'{args[0]}' cannot be rewritten: splicer writes the framing and "
                         "connection fields itself")
     value = parse_format(args[1], side) if want == 2 else ()
-    return HeaderRule(action, name, value, file, line)
+    return HeaderRule(action, name, value, file, line, condition())
 
 
 def render(value: tuple, stream: StreamInfo, msg: Message, fields: hdr.Headers) -> bytes:
@@ -315,20 +346,26 @@ def render(value: tuple, stream: StreamInfo, msg: Message, fields: hdr.Headers) 
 
 
 def apply(rules: tuple[HeaderRule, ...], fields: hdr.Headers, stream: StreamInfo,
-          msg: Message) -> hdr.Headers:
+          msg: Message, view=None) -> hdr.Headers:
     """Run `rules` in order over `fields`.
 
     Args:
-        rules: parsed rules (parse_rule).
+        rules: parsed rules (parse_rule); other than header rules are skipped.
         fields: the message's fields after hop-by-hop removal (not modified).
         stream: stream facts for samples.
         msg: the message for samples.
+        view: the sample.RequestView conditions read (needed when a rule has one; a rule
+            with a condition and no view does not run).
 
     Returns:
         A new field list.
     """
     out = list(fields)
     for rule in rules:
+        if type(rule) is not HeaderRule:
+            continue
+        if rule.cond is not None and (view is None or not rule.cond(view)):
+            continue
         lname = rule.name.lower()
         if rule.action == "add-header":
             out.append((rule.name, render(rule.value, stream, msg, out)))

@@ -7,8 +7,11 @@ connect is retried as http/retry.py decides (when `retry-on` lists conn-failure,
 default) within the request's budget of `retries`, on another server when `option
 redispatch` is set (on the same one otherwise, after haproxy's turn-around delay of
 min(timeout connect, 1 s)).
+The balancer chooses among the group in use (balance/base.py: the active servers, or the
+backups when none is up) with the request's key for the hash algorithms (key_of()).
 When every usable server is at its maxconn, the request waits in the backend queue for up
-to `timeout queue` (haproxy falls back to `timeout connect`). release() gives the
+to `timeout queue` (haproxy falls back to `timeout connect`), in arrival order, or gets 503
+at once when the queue holds as many requests as the servers' `maxqueue` add up to. release() gives the
 connection back to the idle pool or closes it, and frees the server's slot. While any pool
 holds a connection, a timer closes those idle past their pool's max_idle (haproxy purges
 idle connections on a task too): a quiet worker does not hold them forever.
@@ -22,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from splicer.balance import ALGORITHMS
+from splicer.balance import key_function, make_balancer
 from splicer.config.model import Backend as BackendModel
 from splicer.config.model import Server as ServerModel
 from splicer.errors import NoServerAvailable
@@ -92,75 +95,132 @@ class Backend:
         self.name = model.name
         self.loop = loop
         self.servers = [Server(s, i, resolve_address(s.host, s.port)) for i, s in enumerate(model.servers)]
-        self.balancer = ALGORITHMS[model.balance]([s.weight for s in model.servers],
-                                                  [s.maxconn for s in model.servers])
+        self.balancer = make_balancer(model)
+        self._key_fn = key_function(model.balance_args, model.hash_type)
         for s in self.servers:
             if s.model.disabled:
                 self.balancer.set_up(s.index, False)
         self.counters = Counters()
-        self._queue: deque[asyncio.Future] = deque()
+        self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
+        # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
+        # request wants its own server, nor random, whose draw may land on a full one)
+        self._fifo = self._key_fn is None and model.balance != "random"
         self.policy = RetryPolicy(model.retries, model.retry_on, model.redispatch)
         t = model.timeouts
         self.connect_timeout = t.connect
         self.queue_timeout = t.queue if t.queue is not None else t.connect
         self._purge_timer: asyncio.TimerHandle | None = None
 
-    async def _pick(self, avoid: set[int]) -> int:
-        """A server index with a free slot, waiting in the queue while all are full."""
+    @property
+    def queued(self) -> int:
+        """Requests waiting in the queue now (haproxy's qcur)."""
+        return len(self._queue)
+
+    def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
+        """The balancing key of a request (balance/key.py), or None when the algorithm
+        hashes none or the request has none (the balancer then goes round-robin)."""
+        fn = self._key_fn
+        return None if fn is None else fn(target, headers, client_ip)
+
+    def _queue_limit(self, candidates: list[int]) -> int | None:
+        """How many requests may wait: the sum of the candidates' `maxqueue` when each sets
+        one, else None (no limit). haproxy counts maxqueue per server queue; splicer has
+        one backend queue, which every candidate server drains."""
+        limits = [self.servers[k].model.maxqueue for k in candidates]
+        return sum(limits) if limits and all(limits) else None
+
+    async def _pick(self, avoid: set[int], key: int | None = None) -> int:
+        """A server index with a free slot, waiting in the queue while all are full.
+
+        The queue is FIFO: with an algorithm whose slots suit any request (all but the hash
+        ones and random), a request arriving while others wait goes behind them, and a
+        released slot wakes the first waiter. A woken waiter that still finds no slot (its
+        own server is full, or it avoids the one freed) keeps its place and passes the wake
+        to the next one. With a hash algorithm or random, a new request whose pick has room
+        is served at once.
+        """
         deadline = None
-        while True:
-            i = self.balancer.pick(avoid)
-            if i is not None:
-                self.balancer.take_conn(i)
-                return i
-            usable = [k for k in range(len(self.servers))
-                      if k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0]
-            if not usable:
-                raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
-            # every candidate is at its maxconn: queue (haproxy `timeout queue`)
-            if deadline is None and self.queue_timeout is not None:
-                deadline = self.loop.time() + self.queue_timeout
-            fut = self.loop.create_future()
-            self._queue.append(fut)
-            try:
+        entry: list | None = None  # [future]: our place in the queue, kept while we wait
+        took = False
+        try:
+            while True:
+                if entry is None and self._queue and self._fifo:
+                    i = None  # others are waiting already: behind them
+                else:
+                    i = self.balancer.pick(avoid, key, self.loop.time())
+                if i is not None:
+                    self.balancer.take_conn(i)
+                    took = True
+                    return i
+                usable = [k for k in self.balancer.group() if k not in avoid]
+                if not usable:
+                    raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
+                if entry is None:
+                    limit = self._queue_limit(usable)
+                    if limit is not None and len(self._queue) >= limit:
+                        raise NoServerAvailable(f"backend '{self.name}': queue full (maxqueue)", "sQ")
+                    # every candidate is at its maxconn: queue (haproxy `timeout queue`)
+                    if self.queue_timeout is not None:
+                        deadline = self.loop.time() + self.queue_timeout
+                    entry = [None]
+                    self._queue.append(entry)
+                else:
+                    self._wake_queue(after=entry)  # woken for nothing: the next one may fit
+                fut = entry[0] = self.loop.create_future()
                 left = None if deadline is None else deadline - self.loop.time()
                 if left is not None and left <= 0:
                     raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ")
-                await asyncio.wait_for(fut, left)
-            except TimeoutError:
-                raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ") from None
-            finally:
-                if fut in self._queue:
-                    self._queue.remove(fut)
+                try:
+                    await asyncio.wait_for(fut, left)
+                except TimeoutError:
+                    raise NoServerAvailable(f"backend '{self.name}': queue timeout", "sQ") from None
+        finally:
+            if entry is not None:
+                fut = entry[0]
+                woken = fut is not None and fut.done() and not fut.cancelled()
+                self._queue.remove(entry)
+                if woken and not took:
+                    self._wake_queue()  # leaving (a timeout, a cancellation) with a wake unused
 
-    async def _pick_other(self, avoid: set[int]) -> int:
+    async def _pick_other(self, avoid: set[int], key: int | None = None) -> int:
         """_pick() avoiding the servers that already failed this request; when that leaves
         none, any server again (haproxy retries on the same server when there is no other)."""
         try:
-            return await self._pick(avoid)
+            return await self._pick(avoid, key)
         except NoServerAvailable:
             if not avoid:
                 raise
             avoid.clear()
-            return await self._pick(avoid)
+            return await self._pick(avoid, key)
 
-    def _wake_queue(self) -> None:
-        while self._queue:
-            fut = self._queue.popleft()
-            if not fut.done():
+    def _wake_queue(self, after: list | None = None) -> None:
+        """Wake the first waiter not woken yet (after the entry `after`, when given)."""
+        seen = after is None
+        for entry in self._queue:
+            if not seen:
+                seen = entry is after
+                continue
+            fut = entry[0]
+            if fut is not None and not fut.done():
                 fut.set_result(None)
                 return
 
     def others_usable(self, avoid: set[int]) -> bool:
-        """True when some server outside `avoid` is up with a non-zero weight (full or not)."""
-        return any(k not in avoid and self.balancer.up[k] and self.balancer.weights[k] > 0
-                   for k in range(len(self.servers)))
+        """True when some server of the group in use (the active servers, or the backups
+        when none is up) outside `avoid` is up with a non-zero weight (full or not)."""
+        return any(k not in avoid for k in self.balancer.group())
 
-    def pick_now(self) -> int | None:
+    def pick_now(self, key: int | None = None) -> int | None:
         """A server index with a free slot, taken, if the balancer has one at once (no queue:
-        None when every server is full or down). Give it to idle_lease(), then to
-        acquire(picked=) when it had no idle connection."""
-        i = self.balancer.pick(())
+        None when every server is full or down, or requests are queued before this one). Give it to idle_lease(), then to
+        acquire(picked=) when it had no idle connection.
+
+        Args:
+            key: the request's balancing key (key_of()), None when it has none.
+        """
+        if self._queue and self._fifo:
+            return None  # others are waiting: this request goes behind them
+        i = self.balancer.pick((), key, self.loop.time())
         if i is not None:
             self.balancer.take_conn(i)
         return i
@@ -174,7 +234,7 @@ class Backend:
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
                       left: int | None = None, only: int | None = None,
-                      picked: int | None = None) -> Lease:
+                      picked: int | None = None, key: int | None = None) -> Lease:
         """Lend a connection to a server of this backend, retrying failed connects as
         http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
@@ -186,6 +246,7 @@ class Backend:
             only: the index of the one server to use (a retry to the same server).
             picked: a server whose slot pick_now() took already (its idle connections
                 were looked at: a new one is opened).
+            key: the request's balancing key (key_of()), None when it has none.
 
         Returns:
             A Lease; give it back with release().
@@ -201,7 +262,7 @@ class Backend:
         if picked is not None:
             i = picked
         else:
-            i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid))
+            i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid, key))
         used = 0
         while True:
             srv = self.servers[i]
@@ -231,7 +292,7 @@ class Backend:
                     if not self.others_usable(avoid):
                         avoid = {i}  # every server failed once: round again, this one last
                     if self.others_usable(avoid):
-                        i = await self._pick_other(avoid)
+                        i = await self._pick_other(avoid, key)
                         if i != srv.index:
                             self.counters.wredis += 1
                             srv.counters.wredis += 1

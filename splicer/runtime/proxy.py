@@ -15,8 +15,9 @@ import os
 import signal
 import socket
 import sys
+from types import MappingProxyType
 
-from splicer.config.model import Config, Frontend
+from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import check_server
@@ -24,7 +25,7 @@ from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Termination
-from splicer.runtime.route import route_of
+from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
@@ -47,9 +48,20 @@ splicer adds (X-Forwarded-For, Forwarded, header rules); a larger one is sent by
 
 
 class FrontendRT:
-    """A frontend at run time: its listeners, its backend, and what its sessions read."""
+    """A frontend at run time: its listeners, its backends, and what its sessions read.
 
-    def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend) -> None:
+    Attributes:
+        backend: the default_backend (None: none; then only use_backend rules route).
+        route: the Route of the default backend (or of no backend: the frontend's own
+            settings, for requests no rule routes).
+        routes: {backend name: (runtime Backend, Route)} for every backend it may pick.
+        switching: its per-request decisions (route.switching_of()), or None when every
+            request goes to the default backend without any rule to evaluate.
+        fe_errorpages: the frontend's own `errorfile` pages (for answers given before a
+            backend was chosen).
+    """
+
+    def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend | None) -> None:
         self.proxy = proxy
         self.model = model
         self.name = model.name
@@ -59,7 +71,15 @@ class FrontendRT:
         self.counters = Counters()
         g = proxy.config.global_
         self.maxconn = model.maxconn or g.maxconn
-        self.route = route_of(g, model, backend.model)  # what its streams read, merged once
+        # what its streams read, merged once per (frontend, backend) pair
+        self.routes = {}
+        for name in backend_names(model, proxy.config.backends):
+            be = proxy.backends[name]
+            self.routes[name] = (be, route_of(g, model, be.model))
+        self.route = (self.routes[backend.name][1] if backend is not None
+                      else route_of(g, model, BackendModel(name="", mode=model.mode)))
+        self.switching = switching_of(model, proxy.config.backends) if model.mode == "http" else None
+        self.fe_errorpages = MappingProxyType(dict(model.errorfiles))
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
@@ -114,7 +134,7 @@ class FrontendRT:
             if self.http:
                 HttpSession(self, sock, peer).start()  # it calls session_ended() at its end
                 continue
-            task = self.loop.create_task(self._session(sock))
+            task = self.loop.create_task(self._session(sock, peer))
             self.proxy.tasks.add(task)
             task.add_done_callback(self.proxy.tasks.discard)
 
@@ -124,18 +144,20 @@ class FrontendRT:
         self.proxy.active -= 1
         self.proxy.resume_if_room()
 
-    async def _session(self, sock: socket.socket) -> None:
+    async def _session(self, sock: socket.socket, peer=None) -> None:
         try:
-            await self._tcp_session(sock)
+            await self._tcp_session(sock, peer)
         finally:
             self.session_ended()
 
-    async def _tcp_session(self, sock: socket.socket) -> None:
-        """`mode tcp`: balance the connection to a server and tunnel both ways until EOF."""
+    async def _tcp_session(self, sock: socket.socket, peer=None) -> None:
+        """`mode tcp`: balance the connection to a server (`balance source` hashes the
+        client address `peer`) and tunnel both ways until EOF."""
         be = self.backend
         try:
             try:
-                lease = await be.acquire(allow_reuse=False)
+                ip = peer[0] if isinstance(peer, tuple) else "unknown"
+                lease = await be.acquire(allow_reuse=False, key=be.key_of(b"", (), ip))
             except NoServerAvailable as exc:
                 log.warning("%s", exc)
                 record_termination(Termination.parse(exc.termination), self.counters, be.counters, None)
@@ -205,8 +227,18 @@ class Proxy:
                              bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
-        self.frontends = [FrontendRT(self, f, self.backends[f.default_backend]) for f in config.frontends]
+        self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
+                          for f in config.frontends]
         self._stopped = asyncio.Event()
+
+    def nbsrv(self, backend: str) -> int:
+        """haproxy's nbsrv(<backend>): the backend's usable servers (up, weight above 0);
+        0 for a name that is not a backend."""
+        be = self.backends.get(backend)
+        if be is None:
+            return 0
+        b = be.balancer
+        return sum(1 for k in range(len(be.servers)) if b.up[k] and b.weights[k] > 0)
 
     def pause_full(self) -> None:
         """Stop accepting on every listener while the global maxconn is reached."""
@@ -229,8 +261,9 @@ class Proxy:
             "worker": self.worker,
             "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
             "backends": {
-                be.name: dict(be.counters.as_dict(), servers={
-                    s.model.name: s.counters.as_dict() for s in be.servers})
+                be.name: dict(be.counters.as_dict(), qcur=be.queued, servers={
+                    s.model.name: dict(s.counters.as_dict(), scur=be.balancer.active[s.index])
+                    for s in be.servers})
                 for be in self.backends.values()},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,

@@ -7,6 +7,11 @@ merged per request, and nothing here does I/O. haproxy's precedences are kept: h
 run frontend-then-backend on requests and backend-then-frontend on responses, a backend's
 `errorfile` wins over the frontend's, and a splice direction is on when either proxy sets it
 (haproxy#2510).
+
+A frontend with `use_backend` rules, local actions (deny, return, redirect, allow) or rule
+conditions also gets a Switching: its per-request decisions (which rule answers, which
+backend) are a pure function of the request's view (choose()), and each backend it may pick
+has its Route resolved at load too, one per (frontend, backend) pair.
 """
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 from splicer.config.model import Backend, Frontend, Global
+from splicer.http.actions import LocalRule, first_local
+from splicer.http.rules import HeaderRule
+from splicer.http.sample import render_name
 from splicer.runtime.transfer import SplicePolicy
 
 DEFAULT_SPLICE = SplicePolicy.AUTO
@@ -113,8 +121,103 @@ def route_of(g: Global, fe: Frontend, be: Backend) -> Route:
         http_buffer_request=bool(fe.http_buffer_request or be.http_buffer_request),
         abortonclose=bool(be.abortonclose),
         errorpages=MappingProxyType(dict(fe.errorfiles) | dict(be.errorfiles)),
-        request_rules=tuple(fe.http_request) + tuple(be.http_request),
+        # header rules only: deny/return/redirect/allow are the Switching's (choose())
+        request_rules=tuple(r for r in (*fe.http_request, *be.http_request) if isinstance(r, HeaderRule)),
         response_rules=tuple(be.http_response) + tuple(fe.http_response),
         splice_request=up, splice_response=down,
         t_client=t_fe.client, t_server=t_be.server, t_request=t_request, t_keepalive=t_keepalive,
         t_tunnel=tunnel)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a frontend's rules decided for one request (choose()).
+
+    Attributes:
+        rule: the deny/return/redirect rule that answers it locally, or None.
+        backend: the backend's name (None: no backend was chosen, or a frontend rule
+            answered before one was).
+        cut_fe, cut_be: how many of the frontend's and the backend's http-request rules
+            apply (fewer than all when an ``allow`` stopped them).
+    """
+
+    rule: LocalRule | None
+    backend: str | None
+    cut_fe: int
+    cut_be: int
+
+
+@dataclass(frozen=True, slots=True)
+class Switching:
+    """A frontend's rules that decide per request, resolved at load (see switching_of()).
+
+    Attributes:
+        fe_rules: the frontend's http-request rules, in order.
+        use_backend: (condition or None, backend name or parsed dynamic name) pairs, in order.
+        default: the default_backend's name (None: none).
+        be_rules: {backend name: its http-request rules} for every backend it may pick
+            (every backend of the frontend's mode when a use_backend name is dynamic).
+    """
+
+    fe_rules: tuple
+    use_backend: tuple
+    default: str | None
+    be_rules: Mapping[str, tuple]
+
+    def choose(self, view) -> Decision:
+        """Run the frontend's http-request actions, its use_backend rules (the first whose
+        condition holds wins, else default_backend), then the backend's http-request
+        actions, on the request's view (http/sample.py RequestView). haproxy 4.2
+        "use_backend": the rules are evaluated in order after the frontend's http-request
+        rules; a dynamic name that names no backend of the frontend's mode stops the
+        evaluation and sends the request to the default_backend (haproxy 4.2)."""
+        rule, cut_fe = first_local(self.fe_rules, view)
+        if rule is not None:
+            return Decision(rule, None, cut_fe, 0)
+        name = self.default
+        for cond, target in self.use_backend:
+            if cond is None or cond(view):
+                if type(target) is tuple:  # a dynamic name: a backend of this mode, else the default
+                    found = render_name(target, view).decode("latin-1")
+                    if found in self.be_rules:
+                        name = found
+                else:
+                    name = target
+                break
+        if name is None:
+            return Decision(None, None, cut_fe, 0)
+        be_rules = self.be_rules[name]
+        rule, cut_be = first_local(be_rules, view)
+        return Decision(rule, name, cut_fe, cut_be)
+
+
+def _decides(rules: tuple) -> bool:
+    return any(isinstance(r, LocalRule) or getattr(r, "cond", None) is not None for r in rules)
+
+
+def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | None:
+    """The Switching of frontend `fe`, or None when every request of it goes the same way
+    (no use_backend rule, and neither it nor its default_backend has a local action or a
+    rule condition): such a frontend keeps the path without per-request decisions.
+
+    Args:
+        fe: the frontend's model; backends: every backend model by name.
+    """
+    names = backend_names(fe, backends)
+    be_rules = {n: tuple(backends[n].http_request) for n in names}
+    rules = [fe.http_request, fe.http_response, *be_rules.values(),
+             *(backends[n].http_response for n in names)]
+    if not fe.use_backend and not any(_decides(tuple(r)) for r in rules):
+        return None
+    return Switching(tuple(fe.http_request),
+                     tuple((r.cond, r.backend if r.dynamic is None else r.dynamic) for r in fe.use_backend),
+                     fe.default_backend, MappingProxyType(be_rules))
+
+
+def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:
+    """Every backend the requests of `fe` may go to: its use_backend targets and its
+    default_backend, or every backend of its mode when a use_backend name is dynamic."""
+    if any(r.dynamic is not None for r in fe.use_backend):
+        return [n for n, b in backends.items() if b.mode == fe.mode]
+    names = [r.backend for r in fe.use_backend] + ([fe.default_backend] if fe.default_backend else [])
+    return list(dict.fromkeys(names))

@@ -29,13 +29,17 @@ import socket
 import struct
 from typing import TYPE_CHECKING
 
+from splicer.http import actions
 from splicer.http.errorpages import error_response
+from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError, head_complete, parse_request
-from splicer.http.rules import StreamInfo
+from splicer.http.rules import Message, StreamInfo
+from splicer.http.sample import RequestView
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
-from splicer.runtime.stream import Stream, record_termination
+from splicer.runtime.route import Decision
+from splicer.runtime.stream import Stream, record_local, record_termination
 from splicer.runtime.transfer import Side
 
 if TYPE_CHECKING:
@@ -57,7 +61,7 @@ class HttpSession:
     """
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
-                 "t_server", "cli", "_reset", "_closing", "_job", "next_head")
+                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -76,6 +80,9 @@ class HttpSession:
         self._closing = False
         self._job = None            # (id, future or None) of the engine job reading the next head
         self.next_head = None  # (id, future) of the engine job reading the next request head
+        # set per request when the frontend has rules that decide (_switch); else fixed
+        self.view = None                     # the request's sample.RequestView
+        self.rules_in = route.request_rules  # the http-request header rules that apply
 
     @property
     def client_ip(self) -> str:
@@ -140,6 +147,11 @@ class HttpSession:
                 self.spawn(self._stream(False, c))  # refused on the slow path (4xx page)
                 return
             self.fe.counters.req_tot += 1
+            if self.fe.switching is not None:
+                d = self._switch(req, head)
+                if d.rule is not None or d.backend is None:
+                    self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
+                    return
             self.be.counters.req_tot += 1
             stream = Stream(self, req, head)
             if not stream.start_fast():
@@ -270,10 +282,14 @@ class HttpSession:
     async def _refuse(self, cause: Cause, status: int) -> None:
         """End a stream in its request phase (nothing reached a server): answer `status`
         (0: none) and count it on the frontend."""
+        if self.fe.switching is not None:
+            # refused before any rule chose a backend: the frontend's default route answers
+            self.be, self.route = self.fe.backend, self.fe.route
         fe = self.fe.counters
         if status:
             fe.count_status(status)
-            self.be.counters.count_status(status)
+            if self.be is not None:
+                self.be.counters.count_status(status)
             fe.bout += await self.reply_error(status)
         record_termination(Termination(cause, Phase.REQUEST), fe, None, None)
 
@@ -318,8 +334,112 @@ class HttpSession:
             await self._refuse(Cause.PROXY, exc.status)
             return False
         fe.counters.req_tot += 1
+        if fe.switching is not None:
+            d = self._switch(req, head)
+            if d.rule is not None or d.backend is None:
+                return await self._answer_locally(req, head, d)
         self.be.counters.req_tot += 1
         return await self._run_stream(Stream(self, req, head))
+
+    # -- per-request decisions: use_backend, http-request deny/return/redirect/allow -----
+
+    def _switch(self, req, raw: bytes) -> Decision:
+        """Run the frontend's deciding rules on this request (route.Switching.choose) and
+        take the chosen backend's Route for the stream (precomputed at load, one per
+        frontend and backend pair: nothing is merged here). Sets view and rules_in."""
+        fe = self.fe
+        sw = fe.switching
+        kind = req.framing.kind
+        body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
+        start = 0
+        while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
+            start += 2
+        first = raw[start:raw.find(b"\r\n", start)].split(b" ")
+        url = first[1] if len(first) == 3 else req.target
+        view = RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
+                           self.client_port, self.local_ip, self.local_port, body, fe.proxy.nbsrv)
+        d = sw.choose(view)
+        self.view = view
+        if d.backend is not None:
+            self.be, route = fe.routes[d.backend]
+            be_rules = sw.be_rules[d.backend]
+        else:
+            self.be, route, be_rules = fe.backend, fe.route, ()
+        self.route, self.t_server = route, route.t_server
+        if d.cut_fe < len(sw.fe_rules) or d.cut_be < len(be_rules):  # an allow stopped some
+            self.rules_in = sw.fe_rules[:d.cut_fe] + be_rules[:d.cut_be]
+        else:
+            self.rules_in = route.request_rules
+        return d
+
+    async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
+        """Answer a request without a server: the http-request rule d.rule (deny, return,
+        redirect), or 503 when no use_backend rule matched and there is no default_backend
+        (haproxy). A request body is read and dropped when it is announced by a
+        Content-Length of at most tune.bufsize bytes (the connection then stays open, so
+        the body is never read as the next request); a larger or chunked one, or one the
+        client waits for a 100-continue to send, makes the response say
+        ``Connection: close`` and the session close in stages (_drain). True: the session
+        goes on."""
+        fe = self.fe
+        c = fe.counters
+        c.bin += len(raw)
+        if d.rule is None:
+            c.count_status(503)
+            c.bout += await self.reply_error(503)
+            record_termination(Termination(Cause.SERVER_ABORT, Phase.CONNECT), c, None, None)
+            return False
+        be = fe.routes[d.backend][0] if d.backend is not None else None
+        if be is not None:
+            be.counters.req_tot += 1  # it reached the backend, whose rules answered it
+        pages = self.route.errorpages if be is not None else fe.fe_errorpages
+        keep = req.keep_alive and req.upgrade is None
+        drain = 0
+        fr = req.framing
+        if fr.kind is BodyKind.CHUNKED:
+            keep = False
+        elif fr.kind is BodyKind.LENGTH and fr.length:
+            if req.expect_continue or fr.length > self.route.bufsize:
+                keep = False
+            else:
+                drain = fr.length
+        info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
+                          be.name if be is not None else "")
+        data, keep = actions.reply(d.rule, info, Message(req.method, req.target), req.headers, req.version,
+                                   keep, pages, req.method)
+        status = int(data[9:12])
+        for counters in (c, be.counters if be is not None else None):
+            if counters is not None:
+                counters.count_status(status)
+        term = Termination(Cause.PROXY if d.rule.action == "deny" else Cause.LOCAL, Phase.REQUEST)
+        try:
+            await io.send_all(self.loop, self.sock, data, self.t_client)
+            c.bout += len(data)
+        except (OSError, TimeoutError):
+            keep = False
+        if keep and drain:
+            got = await self._discard(drain)
+            c.bin += got
+            keep = got == drain
+        record_local(term, d.rule.counter, c, be.counters if be is not None else None)
+        return keep
+
+    async def _discard(self, n: int) -> int:
+        """Read and drop the next `n` bytes from the client (a body nobody will forward),
+        each read within timeout client; returns how many arrived before the client
+        closed, failed or went silent."""
+        buf = bytearray(min(n, 65536))
+        got = 0
+        while got < n:
+            try:
+                k = await io.recv_into(self.loop, self.sock, memoryview(buf)[:min(n - got, len(buf))],
+                                       self.t_client)
+            except (OSError, TimeoutError):
+                break
+            if k == 0:
+                break
+            got += k
+        return got
 
     def client_gone(self) -> bool:
         """True when the client has closed (end of stream or reset pending), without

@@ -94,7 +94,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained")
+                 "_chained", "view", "rules_in")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -114,6 +114,8 @@ class Stream:
         self.down = NO_BODY       # the response body's transfer
         self.interim: list[int] = []  # 1xx statuses relayed to the client
         self.info = session.stream_info()
+        self.view = session.view          # what rule conditions read (None: no rule has one)
+        self.rules_in = session.rules_in  # the http-request header rules that apply
         self._answered = False    # a byte of a response (a 1xx) went to the client
         self._resp_raw = b""      # the bytes of the final response head being relayed
         self._replayable = False
@@ -187,10 +189,10 @@ class Stream:
         if route.forwarded:
             fwd = (route.forwarded, s.client_ip, s.local_ip)
         xff = s.client_ip if route.forwardfor else None
-        if early is None and not route.request_rules:
+        if early is None and not self.rules_in:
             out_head = forwarded_request(self.raw, req, xff, fwd)  # memoized: no rule reads the stream
         else:
-            out_head = forward_request_head(req, xff, fwd, route.request_rules, self.info)
+            out_head = forward_request_head(req, xff, fwd, self.rules_in, self.info, self.view)
         if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
@@ -222,13 +224,14 @@ class Stream:
         avoid: set[int] = set()
         only = None
         failed = None  # the server whose failed attempt made this one a retry
+        key = be.key_of(self.req.target, self.req.headers, self.s.client_ip)  # balance hash
         while True:
             if lease is None:
                 self.phase = Phase.QUEUE
                 picked, self._picked = self._picked, None
                 try:
                     lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only,
-                                             picked=picked)
+                                             picked=picked, key=key)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
                     self.end(*Termination.parse(exc.termination))
@@ -296,7 +299,7 @@ class Stream:
         if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
                 or self.route.abortonclose):
             return False
-        i = be.pick_now()
+        i = be.pick_now(be.key_of(req.target, req.headers, self.s.client_ip))
         if i is None:
             return False  # every server full or down: the slow path queues or answers 503
         lease = be.idle_lease(i)
@@ -358,7 +361,8 @@ class Stream:
         if not route.response_rules:
             out = forwarded_response(head, resp, req, cli_keep)  # memoized
         else:
-            out = forward_response_head(resp, req.version, cli_keep, route.response_rules, self.info, req)
+            out = forward_response_head(resp, req.version, cli_keep, route.response_rules, self.info, req,
+                                        self.view)
         s = self.s
         lease = self._lease
         policy = route.splice_response
@@ -539,7 +543,7 @@ class Stream:
             head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
         else:
             head = forward_response_head(resp, req.version, cli_keep, self.route.response_rules,
-                                         self.info, req)
+                                         self.info, req, self.view)
         policy = self.route.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
         taken = None
@@ -650,7 +654,7 @@ class Stream:
             self.end(Cause.PROXY)
             return False, False  # a body still being sent cannot turn into tunnel bytes
         head = forward_response_head(resp, req.version, True, self.route.response_rules,
-                                     self.info, req)
+                                     self.info, req, self.view)
         self.phase = Phase.DATA
         try:
             await io.send_all(self.loop, s.sock, head, s.t_client)
@@ -782,6 +786,19 @@ def record_termination(t: Termination, fe, be, srv) -> None:
         terms[code] = terms.get(code, 0) + 1
         for n in (on_fe if c is fe else on_be):
             setattr(c, n, getattr(c, n) + 1)
+
+
+def record_local(t: Termination, counter: str, fe, be) -> None:
+    """Count a request answered by an http-request rule: its termination state in `terms`
+    of the frontend and, when one was chosen, of the backend, and `counter` ("dreq" for a
+    deny, "intercepted" for a return or redirect) on both. A deny ("PR") is not a request
+    error: haproxy counts it in dreq, not in ereq."""
+    code = str(t)
+    for c in (fe, be):
+        if c is None:
+            continue
+        c.terms[code] = c.terms.get(code, 0) + 1
+        setattr(c, counter, getattr(c, counter) + 1)
 
 
 _TERM_INFO: dict[Termination, tuple[str, tuple, tuple]] = {}

@@ -17,6 +17,11 @@ def test_check_accepts_the_shipped_config():
     assert "conf/site.cfg is valid" in r.stdout
 
 
+def test_check_accepts_the_farm_example():
+    r = run(["-c", "conf/farm.cfg", "--check"])
+    assert (r.returncode, r.stdout, r.stderr) == (0, "Configuration file conf/farm.cfg is valid\n", "")
+
+
 def test_check_binds_nothing(tmp_path):
     port = free_port()
     cfg = tmp_path / "ok.cfg"

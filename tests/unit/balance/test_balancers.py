@@ -2,6 +2,9 @@
 import pytest
 
 from splicer.balance import ALGORITHMS, Balancer, LeastConn, RoundRobin
+from splicer.balance.first import First
+from splicer.balance.lbmap import StaticRR
+from splicer.balance.rnd import Random
 
 
 def picks(b, n, avoid=()):
@@ -9,7 +12,8 @@ def picks(b, n, avoid=()):
 
 
 def test_algorithm_registry():
-    assert ALGORITHMS == {"roundrobin": RoundRobin, "leastconn": LeastConn}
+    assert ALGORITHMS == {"roundrobin": RoundRobin, "leastconn": LeastConn, "static-rr": StaticRR,
+                          "first": First, "random": Random}
 
 
 def test_base_pick_is_abstract():

@@ -448,9 +448,9 @@ def test_suggestions_for_a_mistyped_timeout_or_option_come_from_the_section_only
     assert load_errors("frontend fe\n    option redispath\n") == ["site.cfg:2: unknown option 'redispath' in frontend 'fe'"]
 
 
-def test_balance_algorithm_with_nested_parentheses_is_named_by_its_first_word():
+def test_balance_hdr_with_nested_parentheses_is_not_a_field_name():
     assert load_errors("backend be\n    balance hdr(x(y))\n") == [
-        "site.cfg:2: balance algorithm 'hdr(x(y))' is not supported (supported: roundrobin, leastconn)"]
+        "site.cfg:2: 'balance hdr(<name>)' expects a header field name, e.g. 'hdr(host)'"]
 
 
 def test_forwardfor_arguments_are_read_pairwise_and_warned_about():

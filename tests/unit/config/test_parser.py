@@ -135,8 +135,8 @@ def test_unnamed_and_named_defaults_are_accepted():
                                 "'tune.bufsize'?")),
     ("listen lb", "sever s1 1.2.3.4:80",
      "unknown keyword 'sever' in listen 'lb'; did you mean 'server'?"),
-    ("backend web", "http-request deny",
-     "'http-request deny' is not supported (supported: set-header, add-header, del-header)"),
+    ("backend web", "http-request tarpit",
+     "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
     ("backend web", "stick-table type ip", "unknown keyword 'stick-table' in backend 'web'"),
 ])
 def test_unknown_keyword_suggests_a_keyword_of_that_section(section, line, message):
@@ -173,7 +173,7 @@ def test_suggestions_only_come_from_the_section():
     ("backend web", "balance leastcon",
      "unknown balance algorithm 'leastcon'; did you mean 'leastconn'?"),
     ("backend web", "balance zzz",
-     "unknown balance algorithm 'zzz' (supported: roundrobin, leastconn)"),
+     "unknown balance algorithm 'zzz' (supported: roundrobin, static-rr, leastconn, first, source, uri, url_param, hdr(<name>), random)"),
     ("defaults", "mode htp", "unknown mode 'htp'; did you mean 'http'?"),
     ("defaults", "mode tpc", "unknown mode 'tpc'; did you mean 'tcp'?"),
     ("defaults", "mode quic", "unknown mode 'quic' (supported: http, tcp)"),
@@ -191,12 +191,11 @@ def test_unknown_sub_keyword_suggests(section, line, message):
     assert errors_of(f"{section}\n    {line}\n" + TAIL) == [f"site.cfg:2: {message}"]
 
 
-@pytest.mark.parametrize("algo", ["source", "uri", "first", "static-rr", "url_param",
-                                  "hdr(host)", "random", "rdp-cookie", "hash"])
+@pytest.mark.parametrize("algo", ["rdp-cookie", "rdp-cookie(mstshash)", "hash", "log-hash", "sticky"])
 def test_other_haproxy_balance_algorithms_are_refused(algo):
     assert errors_of(f"backend web\n    balance {algo}\n" + TAIL) == [
         (f"site.cfg:2: balance algorithm '{algo}' is not supported "
-        "(supported: roundrobin, leastconn)")]
+        "(supported: roundrobin, static-rr, leastconn, first, source, uri, url_param, hdr(<name>), random)")]
 
 
 @pytest.mark.parametrize("mode", ["health", "log", "spop"])
@@ -312,7 +311,7 @@ def test_options_valid_everywhere_but_global(section):
                                         "99999999999")),
     ("defaults", "mode", "'mode' expects 'http' or 'tcp'"),
     ("defaults", "mode http tcp", "'mode' cannot handle unexpected argument 'tcp'"),
-    ("defaults", "balance", "'balance' expects an algorithm (supported: roundrobin, leastconn)"),
+    ("defaults", "balance", "'balance' expects an algorithm (supported: roundrobin, static-rr, leastconn, first, source, uri, url_param, hdr(<name>), random)"),
     ("defaults", "balance roundrobin x",
      "'balance roundrobin' cannot handle unexpected argument 'x'"),
     ("defaults", "default_backend", "'default_backend' expects a backend name"),
@@ -404,7 +403,7 @@ def test_bind_errors(line, message):
     ("server s1 1.2.3.4:80 rise 0", ("server 's1': 'rise' must be between 1 and 2147483647, "
                                     "got 0")),
     ("server s1 1.2.3.4:80 fall", "server 's1': 'fall' expects a value"),
-    ("server s1 1.2.3.4:80 backup", "server 's1': option 'backup' is not supported"),
+    ("server s1 1.2.3.4:80 observe layer4", "server 's1': option 'observe' is not supported"),
     ("server s1 1.2.3.4:80 ssl verify none", "server 's1': option 'ssl' is not supported"),
 ])
 def test_server_errors(line, message):

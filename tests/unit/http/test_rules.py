@@ -53,12 +53,12 @@ def test_response_samples():
 
 @pytest.mark.parametrize("words, message", [
     ("", "'http-request' expects an action"),
-    ("deny", "'http-request deny' is not supported"),
+    ("tarpit", "'http-request tarpit' is not supported"),
     ("set-hdr A b", "unknown 'http-request' action 'set-hdr'"),
     ("set-header A", "expects exactly 2 argument(s)"),
     ("set-header A b c", "quote a value that holds spaces"),
-    ("set-header A b if TRUE", "ACL conditions ('if'/'unless') are not supported"),
-    ("del-header A unless TRUE", "ACL conditions ('if'/'unless') are not supported"),
+    ("set-header A b if", "'http-request set-header': 'if' expects a condition"),
+    ("del-header A unless { path_beg /a", "'http-request del-header': missing '}' in condition"),
     ("del-header -m beg X-", "'http-request del-header -m' is not supported"),
     ("set-header Bad:Name v", "'Bad:Name' is not a valid field name"),
     ("set-header Content-Length 0", "'Content-Length' cannot be rewritten"),
@@ -106,9 +106,9 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
 
 
 @pytest.mark.parametrize("words, message", [
-    ([], "'http-request' expects an action (supported: set-header, add-header, del-header)"),
-    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header)"),
-    (["deny"], "'http-request deny' is not supported (supported: set-header, add-header, del-header)"),
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
+    (["tarpit"], "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
     (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
     (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
                                " (quote a value that holds spaces)"),

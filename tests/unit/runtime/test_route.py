@@ -93,3 +93,118 @@ def test_limits_from_global():
     t = route("global\n    tune.bufsize 32768\n    tune.http.maxhdr 50\n" + BASE.format(
         defaults="", frontend="", backend=""))
     assert (t.bufsize, t.maxhdr, t.frontend, t.backend) == (32768, 50, "f", "b")
+
+
+# -- Switching: per-request decisions resolved at load --------------------------------------
+
+from splicer.http.sample import RequestView  # noqa: E402
+from splicer.runtime.route import Decision, switching_of  # noqa: E402
+
+SW = """\
+defaults
+    mode http
+frontend f
+    bind 127.0.0.1:1
+{frontend}
+backend a
+{a}
+    server s 127.0.0.1:2
+backend b
+    server s 127.0.0.1:3
+"""
+
+
+def switching(frontend: str, a: str = ""):
+    cfg = loads(SW.format(frontend=frontend, a=a))
+    return switching_of(cfg.frontends[0], cfg.backends), cfg
+
+
+def rv(path: bytes = b"/", method: bytes = b"GET") -> RequestView:
+    return RequestView(method, path, path, b"1.1", [(b"Host", b"h")], "127.0.0.1", 1, "127.0.0.1", 1)
+
+
+def test_a_frontend_without_deciding_rules_has_no_switching():
+    sw, _ = switching("    default_backend a\n    http-request set-header X 1\n",
+                      "    http-response set-header Y 2\n")
+    assert sw is None
+
+
+@pytest.mark.parametrize("frontend, a", [
+    ("    use_backend b\n    default_backend a\n", ""),
+    ("    http-request deny if FALSE\n    default_backend a\n", ""),
+    ("    http-request set-header X 1 if TRUE\n    default_backend a\n", ""),
+    ("    default_backend a\n", "    http-request allow\n"),
+    ("    default_backend a\n", "    http-response del-header X if TRUE\n"),
+])
+def test_deciding_rules_anywhere_on_the_path_make_a_switching(frontend, a):
+    assert switching(frontend, a)[0] is not None
+
+
+def test_choose_order_frontend_rules_use_backend_then_backend_rules():
+    sw, _ = switching("""\
+    http-request deny if { path_beg /deny }
+    http-request allow if { path_beg /allowed }
+    http-request set-header X 1
+    use_backend b if { path_beg /b }
+    default_backend a
+""", "    http-request return status 200 if { path /a/ret }\n    http-request set-header Y 2\n")
+    d = sw.choose(rv(b"/deny/x"))
+    assert (d.rule.action, d.backend, d.cut_fe) == ("deny", None, 0)
+    assert sw.choose(rv(b"/allowed/b")) == Decision(None, "a", 1, 2)  # allow stops the frontend's rules only
+    assert sw.choose(rv(b"/b/x")) == Decision(None, "b", 3, 0)
+    assert sw.choose(rv(b"/x")) == Decision(None, "a", 3, 2)
+    d = sw.choose(rv(b"/a/ret"))
+    assert (d.rule.action, d.backend, d.cut_fe, d.cut_be) == ("return", "a", 3, 0)
+
+
+def test_no_default_backend_and_no_match_chooses_none():
+    sw, _ = switching("    use_backend b if { path_beg /b }\n")
+    assert sw.choose(rv(b"/x")) == Decision(None, None, 0, 0)
+
+
+def test_local_rules_are_not_header_rules_of_the_route():
+    cfg = loads(SW.format(frontend="    http-request deny if FALSE\n    http-request set-header X 1\n"
+                                   "    default_backend a\n", a=""))
+    fe = cfg.frontends[0]
+    rt = route_of(cfg.global_, fe, cfg.backends["a"])
+    assert [r.action for r in rt.request_rules] == ["set-header"]
+
+
+def test_conf_farm_cfg_routes_by_host_and_path():
+    """conf/farm.cfg, the example web farm: which rule answers or which backend serves."""
+    import pathlib
+
+    from splicer.config import load
+
+    path = pathlib.Path(__file__).resolve().parents[3] / "conf" / "farm.cfg"
+    cfg = load(str(path))
+    sw = switching_of(cfg.frontends[0], cfg.backends)
+
+    def pick(target=b"/", host=b"www.example.com", method=b"GET", src="192.0.2.1", api_up=2):
+        v = RequestView(method, target, target, b"1.1", [(b"Host", host)], src, 1, "127.0.0.1", 8080,
+                        nbsrv={"api": api_up}.get)
+        d = sw.choose(v)
+        return (d.rule.action, d.rule.status) if d.rule else d.backend
+
+    assert [pick(), pick(b"/x.css"), pick(b"/x.css", method=b"POST"), pick(host=b"IMG.example.com"),
+            pick(b"/api/v1"), pick(b"/api/v1", api_up=0), pick(b"/users", host=b"api.example.com"),
+            pick(b"/users", host=b"api.example.com", method=b"PATCH"), pick(b"/healthz"), pick(b"/admin"),
+            pick(b"/admin", src="127.0.0.1"), pick(host=b"example.com"), pick(host=b"api.example.com")] == [
+        "app", "static", "app", "static", "api", "app", "api", ("deny", 405), ("return", 200), ("deny", 403),
+        "app", ("redirect", 301), ("redirect", 308)]
+
+
+def test_dynamic_use_backend_picks_any_backend_of_the_mode_else_the_default():
+    cfg = loads(SW.format(frontend="    use_backend %[req.hdr(x-be),lower] if { req.hdr(x-be) -m found }\n"
+                                   "    use_backend b\n    default_backend a\n", a="")
+                + "backend t\n    mode tcp\n    server s 127.0.0.1:4\n")
+    sw = switching_of(cfg.frontends[0], cfg.backends)
+    assert sorted(sw.be_rules) == ["a", "b"]
+
+    def pick(be):
+        v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"X-Be", be)], "127.0.0.1", 1, "127.0.0.1", 1)
+        return sw.choose(v).backend
+    # a name that is no http backend stops the rules: the default, not the next rule
+    assert [pick(b"B"), pick(b"A"), pick(b"t"), pick(b"nope"), pick(b"")] == ["b", "a", "a", "a", "a"]
+    v = RequestView(b"GET", b"/", b"/", b"1.1", [], "127.0.0.1", 1, "127.0.0.1", 1)
+    assert sw.choose(v).backend == "b"

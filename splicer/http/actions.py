@@ -1,0 +1,322 @@
+"""http-request actions that answer the client locally: haproxy's ``deny``, ``return``,
+``redirect``, and ``allow``, which stops the evaluation of the rules after it.
+
+Rule: sans-I/O. An action is parsed once from its words (parse_action, files read then),
+into a LocalRule; per request, first_local() says which rule (if any) answers, and
+reply() builds the whole response as bytes. Sending it, and what becomes of a request body
+still in the socket, is the runtime's (runtime/session.py); the response states whether the
+connection stays open (``keep_alive``).
+
+Theory of operation (haproxy configuration.txt 4.2 "http-request deny", "http-request
+return", "http-request redirect", "http-request allow", and 4.4 "redirect"):
+
+- The ``http-request`` rules of a proxy run in file order. The first ``deny``, ``return``
+  or ``redirect`` whose condition holds ends the request with its response; an ``allow``
+  whose condition holds stops the evaluation of the proxy's remaining ``http-request``
+  rules (header rules included) and lets the request through. Header rules
+  (rules.py) do not stop anything.
+- ``deny [deny_status <code>]`` answers 403 (or <code>) with the proxy's error page for
+  it (``errorfile`` wins) or the payload given, as ``return`` takes it.
+- ``return [status <code>] [content-type <type>] [string <str> | file <file> |
+  errorfile <file> | default-errorfiles] [hdr <name> <fmt>]*``: status 200 by default;
+  ``string`` and ``file`` need a content-type; ``errorfile`` holds a whole HTTP response,
+  sent as-is; without a payload the body is empty, or with ``default-errorfiles`` the
+  error page of the status.
+- ``redirect location <loc> | prefix <pfx> | scheme <sch> [code <code>] [drop-query]
+  [append-slash]``: code 302 by default (301, 302, 303, 307, 308). ``location`` sends <loc>
+  as is; ``prefix`` puts <pfx> before the request's path (and query unless drop-query; a
+  prefix of exactly ``/`` adds nothing); ``scheme`` builds ``<sch>://<host><path>``.
+  append-slash adds a ``/`` to a path that does not end with one (prefix and scheme).
+  <loc>, <pfx> and <sch> are log-format strings (rules.parse_format).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from splicer.http import errorpages
+from splicer.http.rules import RuleError, parse_format, render
+
+LOCAL_ACTIONS = ("allow", "deny", "return", "redirect")
+"""Actions handled here."""
+
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+"""Status codes `redirect` accepts (haproxy's list)."""
+
+REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
+           302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
+"""Reason phrases of the 2xx and 3xx statuses a local answer commonly has (the error ones
+are errorpages.REASONS; any other status says "Other")."""
+
+PAYLOAD_MAX = 1 << 20
+"""Largest ``file`` / ``errorfile`` payload accepted, bytes."""
+
+
+@dataclass(frozen=True)
+class LocalRule:
+    """One ``http-request allow|deny|return|redirect`` rule.
+
+    Attributes:
+        action: "allow", "deny", "return" or "redirect".
+        status: the status to answer (deny: 403 by default; return: 200; redirect: 302).
+        cond: the rule's acl.Condition (None: always).
+        content_type: the Content-Type of a ``string``/``file`` body (bytes), or None.
+        body: a literal body (``file``), or None; body_fmt: a parsed ``string`` format.
+        raw: a whole HTTP response from ``errorfile`` (sent as-is), or None.
+        default_errorfiles: the body is the proxy's error page of `status`.
+        headers: (name, parsed format) pairs of ``hdr``.
+        redirect: "location", "prefix" or "scheme" ("" for other actions); target: its
+            parsed format; drop_query, append_slash: redirect options.
+        file, line: where the rule was written.
+    """
+
+    action: str
+    status: int = 0
+    cond: object = None
+    content_type: bytes | None = None
+    body: bytes | None = None
+    body_fmt: tuple | None = None
+    raw: bytes | None = None
+    default_errorfiles: bool = False
+    headers: tuple = ()
+    redirect: str = ""
+    target: tuple = ()
+    drop_query: bool = False
+    append_slash: bool = False
+    file: str = ""
+    line: int = 0
+
+    @property
+    def counter(self) -> str:
+        """The stats counter a request this rule answers adds one to: haproxy counts denied
+        requests as ``dreq`` and other local answers as ``intercepted``."""
+        return "dreq" if self.action == "deny" else "intercepted"
+
+
+def _read(path: str, base_dir: str, what: str) -> bytes:
+    full = path if os.path.isabs(path) else os.path.join(base_dir or ".", path)
+    try:
+        with open(full, "rb") as f:
+            data = f.read(PAYLOAD_MAX + 1)
+    except OSError as exc:
+        raise RuleError(f"'{what}': cannot read '{path}': {exc.strerror}") from None
+    if len(data) > PAYLOAD_MAX:
+        raise RuleError(f"'{what}': '{path}' is larger than {PAYLOAD_MAX} bytes")
+    return data
+
+
+def _status(text: str, what: str, lo: int = 200, hi: int = 599) -> int:
+    if not text.isdigit() or not lo <= int(text) <= hi:
+        raise RuleError(f"'{what}': invalid status code '{text}' (expected {lo}..{hi})")
+    return int(text)
+
+
+def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: str = "",
+                 line: int = 0) -> LocalRule:
+    """Read the words of one local action (after ``http-request <action>``, the condition
+    already split off by the caller).
+
+    Args:
+        action: one of LOCAL_ACTIONS.
+        args: its words, e.g. ``["location", "/login", "code", "301"]``.
+        cond: the parsed condition or None.
+        base_dir: directory relative ``file``/``errorfile`` paths are read from.
+
+    Raises:
+        RuleError: an unknown or repeated option, a missing argument, a bad status or code,
+            a body without content-type, an unreadable file, ``hdr`` with ``errorfile``.
+    """
+    what = f"http-request {action}"
+    if action == "allow":
+        if args:
+            raise RuleError(f"'{what}' takes no argument, got '{args[0]}'")
+        return LocalRule("allow", 0, cond, file=file, line=line)
+    if action == "redirect":
+        return _parse_redirect(args, cond, file, line)
+    status = 403 if action == "deny" else 200
+    kw = dict(content_type=None, body=None, body_fmt=None, raw=None, default_errorfiles=False)
+    headers = []
+    payload = None
+    i = 0
+    while i < len(args):
+        w = args[i]
+        val = args[i + 1] if i + 1 < len(args) else None
+        if w in ("status", "deny_status"):
+            if (w == "status") != (action == "return"):
+                raise RuleError(f"'{what}': unknown option '{w}'"
+                                + (" (use 'deny_status')" if action == "deny" else " (use 'status')"))
+            if val is None:
+                raise RuleError(f"'{what}': '{w}' expects a status code")
+            status = _status(val, what)
+            i += 2
+        elif w == "content-type":
+            if val is None:
+                raise RuleError(f"'{what}': 'content-type' expects a type")
+            kw["content_type"] = val.encode("ascii", "replace")
+            i += 2
+        elif w in ("string", "file", "errorfile", "lf-string"):
+            if payload is not None:
+                raise RuleError(f"'{what}': '{w}' conflicts with '{payload}' (one payload per rule)")
+            if val is None:
+                raise RuleError(f"'{what}': '{w}' expects an argument")
+            payload = w
+            if w == "string":
+                kw["body"] = val.encode("utf-8")
+            elif w == "lf-string":
+                kw["body_fmt"] = parse_format(val, "request")
+            elif w == "file":
+                kw["body"] = _read(val, base_dir, what)
+            else:
+                raw = _read(val, base_dir, what)
+                if not raw.startswith((b"HTTP/1.0 ", b"HTTP/1.1 ")) or b"\r\n\r\n" not in raw:
+                    raise RuleError(f"'{what}': '{val}' is not an HTTP response "
+                                    "(status line, fields, empty line, body; CRLF line endings)")
+                kw["raw"] = raw
+            i += 2
+        elif w == "default-errorfiles":
+            if payload is not None:
+                raise RuleError(f"'{what}': '{w}' conflicts with '{payload}' (one payload per rule)")
+            payload = w
+            kw["default_errorfiles"] = True
+            i += 1
+        elif w == "hdr":
+            if i + 2 >= len(args):
+                raise RuleError(f"'{what}': 'hdr' expects a name and a value")
+            name = args[i + 1].encode("ascii", "replace")
+            if name.lower() in (b"content-length", b"transfer-encoding", b"connection"):
+                raise RuleError(f"'{what}': field '{args[i + 1]}' cannot be set (splicer writes the framing)")
+            headers.append((name, parse_format(args[i + 2], "request")))
+            i += 3
+        else:
+            raise RuleError(f"'{what}': unknown option '{w}' (supported: "
+                            + ("deny_status" if action == "deny" else "status")
+                            + ", content-type, string, lf-string, file, errorfile, default-errorfiles, hdr)")
+    if payload in ("string", "lf-string", "file") and kw["content_type"] is None:
+        raise RuleError(f"'{what}': '{payload}' needs a 'content-type'")
+    if payload == "errorfile" and (headers or kw["content_type"] is not None):
+        raise RuleError(f"'{what}': 'errorfile' is sent as-is: no 'hdr' or 'content-type' with it")
+    if action == "deny" and payload is None:
+        kw["default_errorfiles"] = True
+    return LocalRule(action, status, cond, headers=tuple(headers), file=file, line=line, **kw)
+
+
+def _parse_redirect(args: list[str], cond, file: str, line: int) -> LocalRule:
+    what = "http-request redirect"
+    if len(args) < 2 or args[0] not in ("location", "prefix", "scheme"):
+        raise RuleError(f"'{what}' expects 'location <loc>', 'prefix <pfx>' or 'scheme <sch>'")
+    kind, target = args[0], parse_format(args[1], "request")
+    code, drop, slash = 302, False, False
+    i = 2
+    while i < len(args):
+        w = args[i]
+        if w == "code":
+            if i + 1 >= len(args):
+                raise RuleError(f"'{what}': 'code' expects a status code")
+            if not args[i + 1].isdigit() or int(args[i + 1]) not in REDIRECT_CODES:
+                raise RuleError(f"'{what}': invalid code '{args[i + 1]}' (supported: "
+                                + ", ".join(map(str, REDIRECT_CODES)) + ")")
+            code = int(args[i + 1])
+            i += 2
+            continue
+        if w == "drop-query":
+            drop = True
+        elif w == "append-slash":
+            slash = True
+        elif w in ("set-cookie", "clear-cookie", "ignore-empty"):
+            raise RuleError(f"'{what}': option '{w}' is not supported")
+        else:
+            raise RuleError(f"'{what}': unknown option '{w}' (supported: code, drop-query, append-slash)")
+        i += 1
+    return LocalRule("redirect", code, cond, redirect=kind, target=target, drop_query=drop,
+                     append_slash=slash, file=file, line=line)
+
+
+def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
+    """Evaluate a proxy's ``http-request`` rules in order.
+
+    Args:
+        rules: the proxy's rules (header rules are skipped here).
+        view: the request (sample.RequestView) the conditions read.
+
+    Returns:
+        (the deny/return/redirect rule that answers, or None; the number of rules that
+        apply: len(rules) unless an ``allow`` or an answering rule stopped the evaluation,
+        in which case the header rules from that index on do not run).
+    """
+    for i, r in enumerate(rules):
+        if not isinstance(r, LocalRule):
+            continue
+        if r.cond is not None and not r.cond(view):
+            continue
+        if r.action == "allow":
+            return None, i
+        return r, i
+    return None, len(rules)
+
+
+def _location(rule: LocalRule, info, msg, fields) -> bytes:
+    text = render(rule.target, info, msg, fields)
+    if rule.redirect == "location":
+        return text
+    target = msg.target
+    path, q, query = target.partition(b"?")
+    if rule.append_slash and not path.endswith(b"/"):
+        path += b"/"
+    tail = path + (q + query if q and not rule.drop_query else b"")
+    if rule.redirect == "prefix":
+        return tail if text == b"/" else text + tail
+    host = next((v for n, v in fields if n.lower() == b"host"), b"")
+    return text + b"://" + host + tail
+
+
+def reply(rule: LocalRule, info, msg, fields, version: bytes, keep_alive: bool,
+          errorpages_: dict, method: bytes = b"GET") -> tuple[bytes, bool]:
+    """The whole response a rule answers with.
+
+    Args:
+        rule: a deny, return or redirect LocalRule.
+        info, msg, fields: what log-format values read (rules.StreamInfo, rules.Message,
+            the request's fields).
+        version: the request's HTTP version; a 1.0 client kept alive is told so.
+        keep_alive: whether the client connection stays open after this response.
+        errorpages_: {status: whole response} of the proxy's ``errorfile`` lines.
+        method: the request's method: the answer to a HEAD has its Content-Length but no
+            body (RFC 9110 section 9.3.2).
+
+    Returns:
+        (bytes, keep_alive): an ``errorfile`` response is sent as-is and ends the
+        connection, so keep_alive comes back False for it.
+    """
+    status = rule.status
+    raw = rule.raw
+    if raw is None and rule.default_errorfiles:
+        raw = errorpages_.get(status)
+    if raw is not None:
+        return raw, False
+    fields_out: list[tuple[bytes, bytes]] = []
+    body = b""
+    if rule.action == "redirect":
+        fields_out.append((b"location", _location(rule, info, msg, fields)))
+        fields_out.append((b"cache-control", b"no-cache"))
+    elif rule.default_errorfiles:
+        page = errorpages.error_response(status, "Request forbidden by administrative rules."
+                                         if status == 403 else None)
+        body = page.partition(b"\r\n\r\n")[2]
+        fields_out += [(b"cache-control", b"no-cache"), (b"content-type", b"text/html")]
+    else:
+        if rule.body_fmt is not None:
+            body = render(rule.body_fmt, info, msg, fields)
+        elif rule.body is not None:
+            body = rule.body
+        if rule.content_type is not None:
+            fields_out.append((b"content-type", rule.content_type))
+    for name, fmt in rule.headers:
+        fields_out.append((name, render(fmt, info, msg, fields)))
+    reason = REASONS.get(status) or errorpages.REASONS.get(status, "Other")
+    lines = [b"HTTP/1.1 %d %s" % (status, reason.encode()), b"content-length: %d" % len(body)]
+    lines += [n + b": " + v for n, v in fields_out]
+    if not keep_alive:
+        lines.append(b"connection: close")
+    elif version == b"1.0":
+        lines.append(b"connection: keep-alive")
+    return b"\r\n".join(lines) + b"\r\n\r\n" + (b"" if method == b"HEAD" else body), keep_alive

@@ -1,0 +1,562 @@
+"""Sample fetches and converters: what an ACL reads from a request, as haproxy names it.
+
+Rule: sans-I/O. A fetch expression (``req.hdr(host),lower``) is compiled once, at load
+(parse_fetch), into a Fetch: a plain function of a RequestView that returns the list of
+samples it finds (an empty list: the sample is absent). Nothing here reads a socket, the
+clock or the runtime: what a fetch needs about the connection (addresses, ports, how many
+servers a backend has up) is put into the RequestView by the caller, once per request.
+
+Theory of operation (haproxy configuration.txt 7.3 "Fetching samples", 7.3.6 "Fetching
+HTTP samples (Layer 7)"):
+
+- A sample has one of four types: STR (bytes), INT (int), IP (an ipaddress address) or BOOL.
+  Its type decides the default matching method of an ACL (acl.py): str, int, ip, bool.
+- Some fetches give several samples when an ACL iterates over them: ``hdr(<name>)`` gives
+  every comma-separated value of every field named <name> (``req.fhdr`` every whole field
+  value), ``req.cook(<name>)`` every cookie of that name, ``url_param(<name>)`` every value
+  of the parameter. ``hdr(<name>,<occ>)`` gives only occurrence <occ> (1 = first, -1 =
+  last). An ACL matches when any of them matches.
+- ``path`` is the target up to the first ``?`` (the origin-form path: the scheme and
+  authority of an absolute-form target are not part of it); ``query`` what follows the
+  first ``?`` (absent without one, empty after a bare ``?``); ``url`` the target exactly as
+  the client sent it.
+- ACL derivatives (``hdr_beg``, ``path_end``, ``url_sub``...) are the base fetch with an
+  implied matching method (DERIVATIVE_METHODS); a converter after one makes the method
+  follow the converter's output type, as haproxy does.
+- Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+STR, INT, IP, BOOL = "str", "int", "ip", "bool"
+"""Sample types (haproxy: string, integer, ip, boolean)."""
+
+DERIVATIVE_METHODS = ("beg", "end", "sub", "reg", "dom", "dir", "len")
+"""Suffixes of ACL derivatives (``<fetch>_<method>``): the matching method they imply."""
+
+
+class SampleError(ValueError):
+    """A fetch expression is wrong; ``str()`` is the message that follows "file:line: "."""
+
+
+class RequestView:
+    """What fetches read about one message exchange: built once per request, cheaply (a few
+    references; everything derived is computed on first use).
+
+    Args:
+        method: the request method (b"GET").
+        url: the request target exactly as the client sent it (b"http://a/b?c" or b"/b?c").
+        target: the target in origin-form (b"/b?c"); ``path`` and ``query`` read it.
+        version: b"1.1" or b"1.0".
+        fields: the request's fields as (name, value) pairs, names in any case.
+        src, src_port: the client's address (text) and port; dst, dst_port: the address and
+            port the client connected to.
+        has_body: the request announces a body (Content-Length > 0 or chunked).
+        nbsrv: function of a backend name to its number of usable servers (None: every
+            backend counts 0).
+        status: the response status in http-response rules, 0 for a request.
+        response_fields: the response's fields in http-response rules, else None.
+    """
+
+    __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
+                 "has_body", "nbsrv", "status", "response_fields", "_src_ip", "_dst_ip", "_by_name",
+                 "_parts", "_path")
+
+    def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
+                 src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
+                 has_body: bool = False, nbsrv: Callable[[str], int] | None = None,
+                 status: int = 0, response_fields=None) -> None:
+        self.method, self.url, self.target, self.version = method, url, target, version
+        self.fields = fields
+        self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
+        self.has_body = has_body
+        self.nbsrv = nbsrv
+        self.status = status
+        self.response_fields = response_fields
+        self._src_ip = self._dst_ip = None
+        self._by_name = self._parts = self._path = None
+
+    def values(self, name: bytes | None) -> list[bytes]:
+        """The values of the request's fields named `name` (lower case; None: every field),
+        in order; the fields are indexed by name once, on the first call."""
+        if name is None:
+            return [v for _, v in self.fields]
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = {}
+            for n, v in self.fields:
+                by_name.setdefault(n.lower(), []).append(v)
+        return by_name.get(name, _EMPTY)
+
+    def parts(self, name: bytes | None) -> list[bytes]:
+        """values(name) split at commas and stripped (what ``hdr()`` iterates), cached."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        got = parts.get(name)
+        if got is None:
+            got = parts[name] = _split(self.values(name))
+        return got
+
+    def path(self) -> bytes:
+        """The target up to its first '?' (cached)."""
+        p = self._path
+        if p is None:
+            t = self.target
+            q = t.find(b"?")
+            p = self._path = t if q < 0 else t[:q]
+        return p
+
+    def src_ip(self):
+        """The client address as an ipaddress object (None when it is not an IP)."""
+        if self._src_ip is None:
+            self._src_ip = _address(self.src) or False
+        return self._src_ip or None
+
+    def dst_ip(self):
+        """The local address as an ipaddress object (None when it is not an IP)."""
+        if self._dst_ip is None:
+            self._dst_ip = _address(self.dst) or False
+        return self._dst_ip or None
+
+
+_EMPTY: list = []  # shared, never changed
+
+
+def _address(text: str):
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A compiled fetch expression.
+
+    Attributes:
+        expr: the expression as written (``hdr_beg(host)``).
+        type: the output type of the last step (STR, INT, IP, BOOL).
+        method: the matching method an ACL uses by default (a derivative's implied one, else
+            the type's default); "" when the type has none.
+        derivative: the expression names an ACL derivative (``-m`` is refused with it).
+        fn: RequestView -> list of samples (empty: absent).
+        last: outside ACLs (a log-format ``%[...]``) the fetch gives its last sample (the
+            header and cookie fetches: haproxy "returns the last occurrence"), else its first.
+    """
+
+    expr: str
+    type: str
+    method: str
+    derivative: bool
+    fn: Callable
+    last: bool = False
+
+    def __call__(self, view: RequestView) -> list:
+        return self.fn(view)
+
+    def text(self, view: RequestView) -> bytes:
+        """The one sample a log-format ``%[...]`` shows, as text; b"" when it is absent."""
+        samples = self.fn(view)
+        if not samples:
+            return b""
+        v = samples[-1] if self.last else samples[0]
+        if isinstance(v, bytes):
+            return v
+        if isinstance(v, bool):
+            return b"1" if v else b"0"
+        return str(v).encode("ascii")
+
+
+# -- field helpers ---------------------------------------------------------------------------
+
+def _named(fields, name: bytes) -> list[bytes]:
+    """Values of every field named `name` (lower case; None: every field), in order."""
+    if name is None:
+        return [v for _, v in fields]
+    return [v for n, v in fields if n.lower() == name]
+
+
+def _split(values: list[bytes]) -> list[bytes]:
+    """Comma-separated parts of each value, stripped (haproxy's hdr() view of a list field)."""
+    out = []
+    for v in values:
+        if b"," in v:
+            out += [p.strip(b" \t") for p in v.split(b",")]
+        else:
+            out.append(v.strip(b" \t"))
+    return out
+
+
+def _occurrence(values: list, occ: int | None) -> list:
+    if occ is None:
+        return values
+    if occ == 0 or abs(occ) > len(values):
+        return []
+    return [values[occ - 1] if occ > 0 else values[occ]]
+
+
+def _cookies(view: "RequestView", name: bytes | None) -> list[bytes]:
+    """Values of the cookies named `name` (case-sensitive; None: the first cookie only)
+    in every Cookie field, spaces around names and values ignored (RFC 6265 section 5.4)."""
+    out = []
+    for v in view.values(b"cookie"):
+        for part in v.split(b";"):
+            n, eq, val = part.partition(b"=")
+            if not eq:
+                continue
+            if name is None:
+                return [val.strip(b" \t")]
+            if n.strip(b" \t") == name:
+                out.append(val.strip(b" \t"))
+    return out
+
+
+def _params(target: bytes, name: bytes | None, delim: bytes, icase: bool) -> list[bytes]:
+    """Values of URL parameter `name` in the query string: it starts after the first '?'
+    (or `delim`) and parameters end at '&', ';' or `delim` (haproxy url_param)."""
+    q = target.find(b"?")
+    start = q + 1 if q >= 0 else -1
+    if delim:
+        d = target.find(delim)
+        if d >= 0 and (start < 0 or d + 1 < start):
+            start = d + 1
+    if start < 0:
+        return []
+    query = target[start:]
+    seps = {b"&", b";"} | ({delim} if delim else set())
+    parts = [query]
+    for sep in seps:
+        parts = [p for chunk in parts for p in chunk.split(sep)]
+    out = []
+    want = name.lower() if (name is not None and icase) else name
+    for p in parts:
+        n, eq, val = p.partition(b"=")
+        if not eq:
+            continue
+        if want is None or (n.lower() if icase else n) == want:
+            out.append(val)
+    return out
+
+
+def _int_of(v: bytes) -> int | None:
+    """A decimal integer sample from text (haproxy's hdr_val), None when it is not one."""
+    v = v.strip(b" \t")
+    if _INT.match(v):
+        return int(v)
+    return None
+
+
+_INT = re.compile(rb"[-+]?[0-9]+\Z")
+
+
+# -- the fetch table ---------------------------------------------------------------------------
+
+def _path(v: RequestView) -> list[bytes]:
+    return [v.path()]
+
+
+def _query(v: RequestView) -> list[bytes]:
+    t = v.target
+    q = t.find(b"?")
+    return [] if q < 0 else [t[q + 1:]]
+
+
+def _hdr_args(name: str, args: list[str], occ_allowed: bool = True) -> tuple[bytes | None, int | None]:
+    if len(args) > (2 if occ_allowed else 1):
+        raise SampleError(f"fetch '{name}' takes at most {2 if occ_allowed else 1} argument(s)")
+    field = args[0].strip().lower().encode("ascii", "replace") if args and args[0] else None
+    occ = None
+    if len(args) == 2:
+        if not re.fullmatch(r"-?[0-9]+", args[1]):
+            raise SampleError(f"fetch '{name}': occurrence '{args[1]}' is not an integer")
+        occ = int(args[1])
+    return field, occ
+
+
+def _no_args(name: str, args: list[str]) -> None:
+    if args:
+        raise SampleError(f"fetch '{name}' takes no argument")
+
+
+def _fetch_hdr(name, args):
+    field, occ = _hdr_args(name, args)
+    if name in ("res.hdr", "shdr"):
+        return STR, lambda v: _occurrence(_split(_named(v.response_fields or (), field)), occ)
+    if name == "hdr":  # in a response rule hdr() reads the response, as in haproxy
+        return STR, lambda v: _occurrence(v.parts(field) if v.response_fields is None
+                                          else _split(_named(v.response_fields, field)), occ)
+    return STR, lambda v: _occurrence(v.parts(field), occ)
+
+
+def _fetch_fhdr(name, args):
+    field, occ = _hdr_args(name, args)
+    return STR, lambda v: _occurrence(v.values(field), occ)
+
+
+def _fetch_hdr_cnt(name, args):
+    field, _ = _hdr_args(name, args, occ_allowed=False)
+    if name == "req.fhdr_cnt":
+        return INT, lambda v: [len(v.values(field))]
+    return INT, lambda v: [len(v.parts(field))]
+
+
+def _fetch_hdr_val(name, args):
+    field, occ = _hdr_args(name, args)
+    return INT, lambda v: [i for i in map(_int_of, _occurrence(v.parts(field), occ))
+                           if i is not None]
+
+
+def _fetch_hdr_ip(name, args):
+    field, occ = _hdr_args(name, args)
+
+    def fn(v):
+        out = []
+        for text in _occurrence(v.parts(field), occ):
+            ip = header_ip(text)
+            if ip is not None:
+                out.append(ip)
+        return out
+    return IP, fn
+
+
+def header_ip(text: bytes):
+    """An address from a field value (haproxy req.hdr_ip): IPv4 with an optional ``:port``,
+    or IPv6 (bracketed when a port follows); None otherwise."""
+    try:
+        s = text.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    if s.startswith("["):
+        s = s[1:].partition("]")[0]
+    elif s.count(":") == 1:
+        s, _, port = s.partition(":")
+        if not port.isdigit() or int(port) > 65535:
+            return None
+    return _address(s)
+
+
+def _fetch_cook(name, args):
+    if len(args) > 1:
+        raise SampleError(f"fetch '{name}' takes at most 1 argument(s)")
+    cookie = args[0].strip().encode("ascii", "replace") if args and args[0] else None
+    if name.endswith("_cnt"):
+        return INT, lambda v: [len(_cookies(v, cookie))]
+    if name.endswith("_val"):
+        return INT, lambda v: [i for i in map(_int_of, _cookies(v, cookie)) if i is not None]
+    return STR, lambda v: _cookies(v, cookie)
+
+
+def _fetch_urlp(name, args):
+    if len(args) > 3:
+        raise SampleError(f"fetch '{name}' takes at most 3 argument(s)")
+    param = args[0].encode("ascii", "replace") if args and args[0] else None
+    delim = args[1].encode("ascii", "replace")[:1] if len(args) > 1 else b""
+    if len(args) > 2 and args[2] != "i":
+        raise SampleError(f"fetch '{name}': third argument must be 'i', got '{args[2]}'")
+    icase = len(args) > 2
+    if name == "urlp_val":
+        return INT, lambda v: [i for i in map(_int_of, _params(v.url, param, delim, icase)) if i is not None]
+    return STR, lambda v: _params(v.url, param, delim, icase)
+
+
+def _fetch_nbsrv(name, args):
+    if len(args) != 1 or not args[0]:
+        raise SampleError("fetch 'nbsrv' expects a backend name: nbsrv(<backend>)")
+    backend = args[0]
+    return INT, lambda v: [v.nbsrv(backend) if v.nbsrv is not None else 0]
+
+
+def _simple(kind: str, fn: Callable) -> Callable:
+    def build(name, args):
+        _no_args(name, args)
+        return kind, fn
+    return build
+
+
+def _ver(v: RequestView) -> list[bytes]:
+    return [v.version]
+
+
+FETCHES: dict[str, Callable] = {
+    "hdr": _fetch_hdr, "req.hdr": _fetch_hdr, "res.hdr": _fetch_hdr, "shdr": _fetch_hdr,
+    "req.fhdr": _fetch_fhdr,
+    "hdr_cnt": _fetch_hdr_cnt, "req.hdr_cnt": _fetch_hdr_cnt, "req.fhdr_cnt": _fetch_hdr_cnt,
+    "hdr_val": _fetch_hdr_val, "req.hdr_val": _fetch_hdr_val,
+    "hdr_ip": _fetch_hdr_ip, "req.hdr_ip": _fetch_hdr_ip,
+    "req.cook": _fetch_cook, "cook": _fetch_cook, "req.cook_cnt": _fetch_cook, "cook_cnt": _fetch_cook,
+    "req.cook_val": _fetch_cook, "cook_val": _fetch_cook,
+    "url_param": _fetch_urlp, "urlp": _fetch_urlp, "urlp_val": _fetch_urlp,
+    "path": _simple(STR, _path),
+    "query": _simple(STR, _query),
+    "url": _simple(STR, lambda v: [v.url]),
+    "method": _simple(STR, lambda v: [v.method]),
+    "req.ver": _simple(STR, _ver), "req_ver": _simple(STR, _ver),
+    "src": _simple(IP, lambda v: [ip] if (ip := v.src_ip()) is not None else []),
+    "dst": _simple(IP, lambda v: [ip] if (ip := v.dst_ip()) is not None else []),
+    "src_port": _simple(INT, lambda v: [v.src_port]),
+    "dst_port": _simple(INT, lambda v: [v.dst_port]),
+    "status": _simple(INT, lambda v: [v.status] if v.status else []),
+    "nbsrv": _fetch_nbsrv,
+    "always_true": _simple(BOOL, lambda v: [True]),
+    "always_false": _simple(BOOL, lambda v: [False]),
+    "req.proto_http": _simple(BOOL, lambda v: [True]),
+    "req.body_announced": _simple(BOOL, lambda v: [v.has_body]),
+}
+"""Fetch name -> builder(name, args) returning (output type, RequestView -> samples)."""
+
+DERIVED_BASES = ("hdr", "path", "url", "urlp", "req.cook", "cook")
+"""Fetches with ACL derivatives ``<base>_<method>`` (haproxy 7.3.6 "ACL derivatives")."""
+
+_DEFAULT_METHOD = {STR: "str", INT: "int", IP: "ip", BOOL: "bool"}
+
+
+def _lower(values: list) -> list:
+    return [v.lower() for v in values]
+
+
+def _upper(values: list) -> list:
+    return [v.upper() for v in values]
+
+
+CONVERTERS: dict[str, tuple[str, Callable]] = {"lower": (STR, _lower), "upper": (STR, _upper)}
+"""Converter name -> (output type, samples -> samples); each takes STR samples."""
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on `sep` outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return parts
+
+
+def _call(step: str) -> tuple[str, list[str]]:
+    name, paren, rest = step.partition("(")
+    if not paren:
+        return name, []
+    if not rest.endswith(")"):
+        raise SampleError(f"missing ')' in '{step}'")
+    inner = rest[:-1]
+    return name, ([] if inner == "" else inner.split(","))
+
+
+def parse_fetch(expr: str) -> Fetch:
+    """Compile a fetch expression with its converters.
+
+    Args:
+        expr: e.g. ``"path"``, ``"hdr_beg(host)"``, ``"req.hdr(x-forwarded-for,-1)"``,
+            ``"req.hdr(host),lower"``.
+
+    Returns:
+        The Fetch (its type and default matching method included).
+
+    Raises:
+        SampleError: an unknown fetch or converter, wrong arguments (e.g.
+            ``unknown fetch method 'paht'; did you mean 'path'?``).
+    """
+    steps = _split_top(expr, ",")
+    name, args = _call(steps[0])
+    derivative = False
+    method = ""
+    builder = FETCHES.get(name)
+    if builder is None:
+        base, _, suffix = name.rpartition("_")
+        if base in DERIVED_BASES and suffix in DERIVATIVE_METHODS:
+            builder, method, derivative = FETCHES[base], suffix, True
+            name = base
+        else:
+            from difflib import get_close_matches
+
+            known = [*FETCHES, *(f"{b}_{m}" for b in DERIVED_BASES for m in DERIVATIVE_METHODS)]
+            close = get_close_matches(name, known, n=1)
+            raise SampleError(f"unknown fetch method '{name}'"
+                              + (f"; did you mean '{close[0]}'?" if close else ""))
+    if name == "req.body_announced":
+        raise SampleError(f"unknown fetch method '{name}'")  # internal: REQ_CONTENT only
+    kind, fn = builder(name, args)
+    for step in steps[1:]:
+        cname, cargs = _call(step.strip())
+        conv = CONVERTERS.get(cname)
+        if conv is None:
+            raise SampleError(f"unknown converter '{cname}' in '{expr}' (supported: {', '.join(CONVERTERS)})")
+        if cargs:
+            raise SampleError(f"converter '{cname}' takes no argument")
+        if kind != STR:
+            raise SampleError(f"converter '{cname}' expects a string, '{steps[0]}' gives {kind}")
+        kind, conv_fn = conv
+        fn = _chain(fn, conv_fn)
+        method = ""  # haproxy: a converter after a derivative makes its implied method void
+    return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
+                 name in _LAST_OCCURRENCE)
+
+
+_LAST_OCCURRENCE = frozenset({"hdr", "req.hdr", "res.hdr", "shdr", "req.fhdr", "hdr_val", "req.hdr_val",
+                              "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_val", "cook_val"})
+
+
+def parse_name_format(text: str) -> tuple:
+    """Parse a log-format name such as ``be_%[req.hdr(host),lower]`` (haproxy's dynamic
+    ``use_backend`` names): literal text and ``%[<fetch>[,<converter>]...]`` samples.
+
+    Returns:
+        Parts in order: bytes for literal text, Fetch objects for samples (render_name()).
+
+    Raises:
+        SampleError: an unclosed ``%[``, a ``%`` that starts no sample (``%%`` is a literal
+            one), or a bad fetch (parse_fetch).
+    """
+    parts: list = []
+    lit: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "%":
+            lit.append(c)
+            i += 1
+            continue
+        if text[i + 1:i + 2] == "%":
+            lit.append("%")
+            i += 2
+            continue
+        if text[i + 1:i + 2] != "[":
+            raise SampleError(f"a '%' must start a sample ('%[fetch]') in '{text}'")
+        end = text.find("]", i + 2)
+        if end < 0:
+            raise SampleError(f"unclosed '%[' in '{text}'")
+        if lit:
+            parts.append("".join(lit).encode())
+            lit = []
+        parts.append(parse_fetch(text[i + 2:end]))
+        i = end + 1
+    if lit:
+        parts.append("".join(lit).encode())
+    return tuple(parts)
+
+
+def render_name(parts: tuple, view: RequestView) -> bytes:
+    """The text of a parsed name format for this request (an absent sample gives b"")."""
+    return b"".join(p if isinstance(p, bytes) else p.text(view) for p in parts)
+
+
+def _chain(fetch: Callable, conv: Callable) -> Callable:
+    return lambda v: conv(fetch(v))
+
+
+def internal_fetch(name: str) -> Fetch:
+    """A fetch that only predefined ACLs use (``req.body_announced`` for REQ_CONTENT)."""
+    kind, fn = FETCHES[name](name, [])
+    return Fetch(name, kind, _DEFAULT_METHOD[kind], False, fn)

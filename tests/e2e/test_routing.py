@@ -1,0 +1,241 @@
+"""use_backend routing on the real proxy: each request of a frontend goes to the backend its
+rules pick (haproxy 4.2 "use_backend", 7 "ACLs"), checked by which origin answered.
+
+Origins are the `farm` (web1, web2: every response says X-Served-By) and KeepAliveOrigins
+that name themselves in their body; clients are raw sockets.
+"""
+from __future__ import annotations
+
+import json
+import socket
+
+from tests.e2e.helpers import KeepAliveOrigin, exchange, free_port, head_values, read_response
+
+DEFAULTS = """
+global
+    nbthread 1
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+    timeout http-request 5s
+    timeout http-keep-alive 5s
+"""
+
+
+def named(name: bytes) -> KeepAliveOrigin:
+    """An origin answering every request with 200 and its name as the body."""
+    return KeepAliveOrigin(lambda c, r, head: (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                                               % (len(name), name), False))
+
+
+def get(port: int, target: bytes = b"/", host: bytes = b"www.example", method: bytes = b"GET",
+        extra: bytes = b"") -> bytes:
+    return exchange(port, b"%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s\r\n" % (method, target, host, extra))
+
+
+def served_by(resp: bytes) -> bytes:
+    return head_values(resp, b"x-served-by")[0]
+
+
+def farm_config(port: int, farm, frontend: str, extra: str = "") -> str:
+    return DEFAULTS + f"""
+frontend www
+    bind 127.0.0.1:{port}
+{frontend}
+backend one
+    server web1 127.0.0.1:{farm[0].port}
+backend two
+    server web2 127.0.0.1:{farm[1].port}
+{extra}
+"""
+
+
+def test_routing_by_host_path_method_and_default(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    acl host_two hdr(host) -i two.example
+    acl api path_beg /api/ /v2/
+    acl static path_end .css .js
+    use_backend two if host_two
+    use_backend two if api !METH_POST
+    use_backend two if static || { method head }
+    default_backend one
+"""), [port])
+    cases = [
+        (dict(), b"web1"),
+        (dict(host=b"TWO.example"), b"web2"),
+        (dict(host=b"two.example:80"), b"web1"),   # exact match: the port is part of the value
+        (dict(target=b"/api/users"), b"web2"),
+        (dict(target=b"/v2/x?y=1"), b"web2"),
+        (dict(target=b"/api/users", method=b"POST", extra=b"Content-Length: 0\r\n"), b"web1"),
+        (dict(target=b"/x/api/"), b"web1"),
+        (dict(target=b"/site.css"), b"web2"),
+        (dict(target=b"/site.css?v=2"), b"web2"),  # path excludes the query
+        (dict(target=b"/site.cssx"), b"web1"),
+        (dict(method=b"HEAD"), b"web2"),
+    ]
+    got = [(c, served_by(get(port, **c))) for c, _ in cases]
+    assert got == [(c, want) for c, want in cases]
+
+
+def test_first_matching_use_backend_wins_and_same_name_acls_or_together(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    acl special path /a
+    acl special path /b
+    use_backend two if special
+    use_backend one if special
+    use_backend one
+"""), [port])
+    assert [served_by(get(port, t)) for t in (b"/a", b"/b", b"/c")] == [b"web2", b"web2", b"web1"]
+
+
+def test_no_matching_rule_and_no_default_backend_is_503(start_splicer, farm):
+    port = free_port()
+    sp = start_splicer(farm_config(port, farm, "    use_backend two if { path_beg /two }\n"), [port])
+    assert served_by(get(port, b"/two/x")) == b"web2"
+    resp = get(port, b"/elsewhere")
+    assert resp.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+    fe = sp.stats()["frontends"]["www"]
+    assert (fe["req_tot"], fe["hrsp_5xx"], fe["terms"]) == (2, 1, {"--": 1, "SC": 1})
+
+
+def test_src_and_ports_route(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, f"""
+    use_backend two if LOCALHOST {{ dst_port {port} }} {{ src_port 1024:65535 }}
+    default_backend one
+"""), [port])
+    assert served_by(get(port)) == b"web2"
+    port2 = free_port()
+    start_splicer(farm_config(port2, farm, """
+    use_backend two if { src 10.0.0.0/8 } || { src ::2 }
+    use_backend one if { src 127.0.0.0/8 }
+"""), [port2])
+    assert served_by(get(port2)) == b"web1"
+
+
+def test_each_request_of_a_kept_alive_connection_is_routed_on_its_own(start_splicer):
+    a, b = named(b"A"), named(b"B")
+    port = free_port()
+    start_splicer(DEFAULTS + f"""
+frontend www
+    bind 127.0.0.1:{port}
+    use_backend b if {{ path_beg /b }}
+    default_backend a
+backend a
+    server a 127.0.0.1:{a.port}
+backend b
+    server b 127.0.0.1:{b.port}
+""", [port])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        bodies = []
+        for target in (b"/a", b"/b", b"/b/2", b"/", b"/bb"):
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % target)
+            bodies.append(read_response(s)[1])
+        # and pipelined: both requests in one write, answered in order by their backends
+        s.sendall(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        bodies += [read_response(s)[1], read_response(s)[1]]
+        s.close()
+        assert bodies == [b"A", b"B", b"B", b"A", b"B", b"B", b"A"]
+        assert [h.split(b" ")[1] for _, _, h in b.requests] == [b"/b", b"/b/2", b"/bb", b"/b"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_nbsrv_switches_to_a_spare_backend(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend two if { nbsrv(one) lt 1 }
+    default_backend one
+""").replace(f"server web1 127.0.0.1:{farm[0].port}", f"server web1 127.0.0.1:{farm[0].port} disabled"), [port])
+    assert served_by(get(port)) == b"web2"
+
+
+def test_header_rules_with_conditions_and_backend_rules_after_routing(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    acl api path_beg /headers/api
+    http-request set-header X-Api yes if api
+    http-request set-header X-Not-Api yes unless api
+    http-request del-header X-Secret if { hdr(x-secret) -m beg leak }
+    use_backend two if api
+    default_backend one
+""").replace("backend two\n", "backend two\n    http-request set-header X-Backend two if { req.hdr(host) -m dom example }\n"),
+        [port])
+
+    def headers(target: bytes, extra: bytes = b"") -> dict:
+        body = get(port, target, extra=extra).split(b"\r\n\r\n", 1)[1]
+        return {k.lower(): v for k, v in json.loads(body)["headers"]}
+
+    api = headers(b"/headers/api", b"X-Secret: leaked\r\n")
+    other = headers(b"/headers/x", b"X-Secret: kept\r\n")
+    assert (api.get("x-api"), api.get("x-not-api"), api.get("x-secret"), api.get("x-backend")) == \
+        ("yes", None, None, "two")
+    assert (other.get("x-api"), other.get("x-not-api"), other.get("x-secret"), other.get("x-backend")) == \
+        (None, "yes", "kept", None)
+
+
+def test_pattern_file_routes(start_splicer, farm, tmp_path):
+    (tmp_path / "hosts.lst").write_text("# static hosts\nimg.example\n  cdn.example\n")
+    port = free_port()
+    start_splicer(farm_config(port, farm, f"""
+    use_backend two if {{ hdr(host) -i -f {tmp_path / 'hosts.lst'} }}
+    default_backend one
+"""), [port])
+    assert [served_by(get(port, host=h)) for h in (b"IMG.example", b"cdn.example", b"www.example")] == [
+        b"web2", b"web2", b"web1"]
+
+
+def test_dynamic_backend_name_from_the_host(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend %[req.hdr(host),lower] if { hdr(host) -m found }
+    use_backend two
+    default_backend one
+"""), [port])
+    # the Host names the backend; a name that is no backend sends the request to the default
+    assert [served_by(get(port, host=h)) for h in (b"TWO", b"one", b"three", b"www.example")] == [
+        b"web2", b"web1", b"web1", b"web1"]
+
+
+def test_routing_by_cookie_url_param_version_and_header_count(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend two if { req.cook(beta) 1 }
+    use_backend two if { url_param(v) -m int ge 2 }
+    use_backend two if HTTP_1.0
+    use_backend two if { hdr_cnt(x-hop) gt 1 }
+    default_backend one
+"""), [port])
+
+    def via(request: bytes) -> bytes:
+        return served_by(exchange(port, request))
+    assert [via(b"GET / HTTP/1.1\r\nHost: a\r\nCookie: a=0; beta=1\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nCookie: beta=10\r\nConnection: close\r\n\r\n"),
+            via(b"GET /x?v=2 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+            via(b"GET /x?v=1&w=5 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.0\r\nHost: a\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nX-Hop: a, b\r\nConnection: close\r\n\r\n"),
+            via(b"GET / HTTP/1.1\r\nHost: a\r\nX-Hop: a\r\nConnection: close\r\n\r\n")] == [
+        b"web2", b"web1", b"web2", b"web1", b"web2", b"web2", b"web1"]
+
+
+def test_http_response_rules_with_conditions(start_splicer, farm):
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    http-response set-header X-Missing yes if { status 404 }
+    http-response set-header X-Json yes if { res.hdr(content-type) -m beg application/json } { path_beg /health }
+    http-response del-header X-Served-By unless { req.hdr(x-debug) -m found }
+    default_backend one
+"""), [port])
+    missing = get(port, b"/nope", extra=b"X-Debug: 1\r\n")
+    health = get(port, b"/health")
+    assert (head_values(missing, b"x-missing"), head_values(missing, b"x-json"),
+            head_values(missing, b"x-served-by")) == ([b"yes"], [], [b"web1"])
+    assert (head_values(health, b"x-missing"), head_values(health, b"x-json"),
+            head_values(health, b"x-served-by")) == ([], [b"yes"], [])
