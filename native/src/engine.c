@@ -68,8 +68,8 @@ struct spl_fdreg {
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
 #define SPL_TICK_MS SPL_POLL_TICK_MS /* one tick of the timer wheel: timeouts fire within a tick */
 #define SPL_BUDGET (16u << 20)  /* bytes one direction may move before others get a turn */
-#define SPL_INLINE_BUDGET (1u << 20) /* the same, inline: the loop waits for the whole turn */
-#define SPL_TURN_BUDGET (8u << 20) /* inline: bytes one turn moves before it leaves the
+#define SPL_INLINE_BUDGET (4u << 20) /* the same, inline: the loop waits for the whole turn */
+#define SPL_TURN_BUDGET (16u << 20) /* inline: bytes one turn moves before it leaves the
                                     * remaining jobs for the next turn (the loop runs between) */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 #define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
@@ -1287,10 +1287,9 @@ static int spl_turn(struct spl_engine *e, int timeout)
 	if (e->wheel.count && e->now_ms / SPL_TICK_MS > e->wheel.tick)
 		spl_check_timeouts(e);
 	spl_publish(e);
-	if (e->posted) {
+	if (e->posted && !e->inline_mode) { /* inline: spl_engine_poll() reports it */
 		e->posted = 0;
-		if (!e->inline_mode)
-			spl_signal(e->done_fd);
+		spl_signal(e->done_fd);
 	}
 	return 0;
 }
@@ -1473,6 +1472,10 @@ int spl_engine_poll(struct spl_engine *e)
 		more |= SPL_POLL_AGAIN;
 	if (e->wheel.count > 0)
 		more |= SPL_POLL_TIMERS;
+	if (e->posted) {
+		e->posted = 0;
+		more |= SPL_POLL_DONE;
+	}
 	return more;
 }
 

@@ -243,7 +243,8 @@ class EngineHandle:
 
     REAP_BATCH = 64
 
-    POLL_AGAIN, POLL_TIMERS, POLL_TICK = lib.SPL_POLL_AGAIN, lib.SPL_POLL_TIMERS, lib.SPL_POLL_TICK_MS / 1000
+    POLL_AGAIN, POLL_TIMERS, POLL_DONE = lib.SPL_POLL_AGAIN, lib.SPL_POLL_TIMERS, lib.SPL_POLL_DONE
+    POLL_TICK = lib.SPL_POLL_TICK_MS / 1000
 
     def __init__(self, cpu: int, pipesize: int, maxpipes: int, maxjobs: int, bufsize: int = 0,
                  nbufs: int = 0, inline: bool = False) -> None:
@@ -265,6 +266,9 @@ class EngineHandle:
         self.eventfd = lib.spl_engine_eventfd(self._e)
         self.pollfd = lib.spl_engine_pollfd(self._e)
         self.inline = inline
+        # inline, the loop calls this on every event of the engine's sockets: the C function
+        # itself, bound to the engine, so that an event that completes nothing costs one call
+        self.poll_now = (lambda e=self._e, f=lib.spl_engine_poll: f(e)) if inline else None
         self._obufs = [lib.spl_engine_obuf(self._e, i) for i in range(nbufs)]
         self._hbufs = [lib.spl_engine_hbuf(self._e, i) for i in range(nbufs)]
 
@@ -299,7 +303,7 @@ class EngineHandle:
     def poll(self) -> int:
         """Inline mode: one non-blocking turn of the engine (spl_engine_poll): queued jobs
         started, ready socket events handled, timeouts due fired, completions published.
-        Returns POLL_AGAIN / POLL_TIMERS bits (see engine.h).
+        Returns POLL_AGAIN / POLL_TIMERS / POLL_DONE bits (see engine.h).
 
         Raises:
             EngineError: the engine is closed, in thread mode (EINVAL), or its epoll failed.

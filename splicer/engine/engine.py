@@ -141,6 +141,9 @@ def ms(seconds: float | None) -> int:
 
 _MS: dict[float, int] = {}
 
+_POLL_DONE = EngineHandle.POLL_DONE
+_POLL_MORE = EngineHandle.POLL_AGAIN | EngineHandle.POLL_TIMERS
+
 _UNCLAIMED = object()
 """In Engine._cbs: a chained job whose callback then() has not given yet."""
 
@@ -186,17 +189,26 @@ class Engine:
         self._closed = False
         self._wake_due = False  # a wake of the engine is scheduled for this loop iteration
         self._tick: asyncio.TimerHandle | None = None  # inline: the next timeout check
+        self._poll_now = self._h.poll_now
+        self._reap_due = False  # inline: wake_now() turned the engine, its completions wait
         if inline:
             loop.add_reader(self._h.pollfd, self._poll)
         else:
             loop.add_reader(self._h.eventfd, self._on_eventfd)
 
     def _poll(self) -> None:
-        """Inline mode: turn the engine once, then dispatch the completions it published."""
+        """Inline mode: turn the engine once, then dispatch the completions it published (a
+        turn that published none, most turns of a big body, costs one C call and a test)."""
         if self._closed:
             return
-        more = self._h.poll()
-        self._on_eventfd()
+        more = self._poll_now()
+        if more < 0:
+            self._h.poll()  # raises the EngineError
+        if more & _POLL_DONE or self._reap_due:
+            self._reap_due = False
+            self._on_eventfd()
+        if not more & _POLL_MORE:
+            return
         if more & EngineHandle.POLL_AGAIN and not self._wake_due:
             self._wake_due = True  # work no event will announce: turn again next iteration
             self.loop.call_soon(self._wake)
@@ -465,14 +477,20 @@ class Engine:
     def wake_now(self) -> None:
         """Wake the engine for the jobs submitted so far now, not at the end of this loop
         iteration (the scheduled wake-up then finds nothing new and costs nothing). Inline,
-        the engine is turned (jobs started) and its completions wait for the next turn."""
+        the engine is turned now (its jobs start) and what it published is dispatched in
+        the next iteration."""
         if self._closed:
             return
         if self.inline:
-            if self._h.poll() & EngineHandle.POLL_TIMERS and self._tick is None:
+            more = self._poll_now()
+            if more < 0:
+                self._h.poll()  # raises the EngineError
+            if more & _POLL_DONE:
+                self._reap_due = True
+            if more & EngineHandle.POLL_TIMERS and self._tick is None:
                 self._tick = self.loop.call_later(EngineHandle.POLL_TICK, self._on_tick)
             if not self._wake_due:
-                self._wake_due = True  # dispatch what it published in the next iteration
+                self._wake_due = True
                 self.loop.call_soon(self._wake)
         else:
             self._h.wake()

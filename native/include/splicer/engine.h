@@ -295,11 +295,13 @@ int spl_hbuf_release(struct spl_engine *e, int32_t idx);
  * jobs, socket events, jobs owed a turn, timeouts due) without blocking and publishes the
  * completions for spl_reap(). It returns SPL_POLL_AGAIN when work is left that no event
  * will announce (jobs that used their budget: poll again soon), plus SPL_POLL_TIMERS while
- * a job has a timeout (poll at least every SPL_POLL_TICK_MS), or -EINVAL in thread mode.
+ * a job has a timeout (poll at least every SPL_POLL_TICK_MS), plus SPL_POLL_DONE when it
+ * published completions (reap them), or -EINVAL in thread mode.
  * When the engine shares one CPU with the loop, this saves the wake-ups and thread switches
  * of thread mode. Thread: the submitting thread. */
 #define SPL_POLL_AGAIN 1
 #define SPL_POLL_TIMERS 2
+#define SPL_POLL_DONE 4
 #define SPL_POLL_TICK_MS 50
 int spl_engine_pollfd(const struct spl_engine *e);
 int spl_engine_poll(struct spl_engine *e);
