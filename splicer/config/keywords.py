@@ -23,9 +23,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from splicer.config.model import Balance, Bind, HashType, Server, SwitchingRule
+from splicer.config.model import Balance, Bind, HashType, PersistRule, Server, SwitchingRule, UseServerRule
 from splicer.config.units import parse_size, parse_time
 from splicer.http.acl import AclError, parse_acl, parse_condition
+from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
 from splicer.http.rules import RuleError, parse_rule
 from splicer.http.sample import SampleError, parse_name_format
 
@@ -634,14 +635,14 @@ def _parse_hash_balance_factor(ctx: Context, args: Sequence[str]) -> None:
 
 
 SERVER_OPTIONS = ("weight", "maxconn", "maxqueue", "disabled", "enabled", "check", "no-check",
-                  "inter", "rise", "fall", "backup", "no-backup", "slowstart")
+                  "inter", "rise", "fall", "backup", "no-backup", "slowstart", "cookie", "pool-max-conn")
 """Server options splicer reads (on `server` and `default-server` lines)."""
 
 HAPROXY_SERVER_OPTIONS = frozenset({
-    "addr", "agent-check", "agent-inter", "agent-port", "alpn", "ca-file", "cookie",
+    "addr", "agent-check", "agent-inter", "agent-port", "alpn", "ca-file",
     "crt", "downinter", "error-limit", "fastinter", "id", "init-addr",
     "minconn", "non-stick", "observe", "on-error", "on-marked-down",
-    "on-marked-up", "pool-max-conn", "pool-purge-delay", "port", "proto", "redir", "resolvers",
+    "on-marked-up", "pool-purge-delay", "port", "proto", "redir", "resolvers",
     "resolve-prefer", "send-proxy", "send-proxy-v2", "sni", "source", "ssl",
     "track", "verify", "check-ssl", "check-sni", "tfo", "ws", "hash-key",
 })
@@ -690,6 +691,23 @@ def _server_options(what: str, args: Sequence[str]) -> dict[str, object]:
             else:
                 out[opt] = _server_int(what, opt, value, 1, MAX_INT)
             i += 2
+        elif opt in ("cookie", "pool-max-conn"):
+            if i + 1 >= len(args):
+                raise ArgError(f"{what}: '{opt}' expects a value")
+            value = args[i + 1]
+            if opt == "cookie":
+                if not value or any(c in value for c in ";, \t=\"\\") or not value.isprintable():
+                    # RFC 6265 section 4.1.1 cookie-octet: no CTL, whitespace, DQUOTE, comma,
+                    # semicolon or backslash ('=' is refused too: it would read as a name)
+                    raise ArgError(f"{what}: 'cookie' value '{value}' is not a valid cookie value "
+                                   "(RFC 6265: no space, comma, semicolon, quote, backslash or '=')")
+                out["cookie"] = value
+            else:
+                if value == "-1":
+                    out["pool_max_conn"] = -1
+                else:
+                    out["pool_max_conn"] = _server_int(what, opt, value, 0, MAX_INT)
+            i += 2
         elif opt in _SERVER_FLAGS:
             field_name, flag = _SERVER_FLAGS[opt]
             out[field_name] = flag
@@ -735,6 +753,100 @@ def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:
         return parse_int(value, opt, lo, hi)
     except ArgError as exc:
         raise ArgError(f"{what}: {exc}") from None
+
+
+# persistence and reuse: cookie, use-server, force-persist, ignore-persist, http-reuse  -----
+
+_COOKIE_FLAGS = ("indirect", "nocache", "postonly", "preserve", "httponly", "secure")
+_COOKIE_UNSUPPORTED = ("maxidle", "maxlife", "dynamic")
+
+
+def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``cookie <name> [rewrite | insert | prefix] [indirect] [nocache] [postonly]
+    [preserve] [httponly] [secure] [domain <domain>]* [attr <value>]*``: key ``cookie``, an
+    http.persist.CookiePolicy. haproxy's own checks: the three modes exclude each other,
+    ``indirect`` does not go with ``rewrite``, ``preserve`` needs ``insert`` or ``indirect``.
+    ``maxidle``, ``maxlife`` and ``dynamic`` are refused (not supported)."""
+    _need(args, 1, "'cookie' expects <name> [rewrite|insert|prefix] [options]")
+    name = args[0]
+    if not name or not _FIELD_NAME.match(name):
+        raise ArgError(f"'cookie': invalid cookie name '{name}' (RFC 6265: a token)")
+    mode = ""
+    flags: dict[str, bool] = {}
+    domains: list[str] = []
+    i = 1
+    while i < len(args):
+        word = args[i]
+        if word in COOKIE_MODES:
+            if mode and mode != word:
+                raise ArgError(f"'cookie {name}': '{mode}' and '{word}' modes are mutually exclusive")
+            mode = word
+        elif word in _COOKIE_FLAGS:
+            flags[word] = True
+        elif word == "domain":
+            if i + 1 >= len(args):
+                raise ArgError(f"'cookie {name}': 'domain' expects <domain> as argument")
+            domain = args[i + 1]
+            if not _HOSTNAME.match(domain.lstrip(".")):
+                raise ArgError(f"'cookie {name}': invalid domain '{domain}'")
+            domains.append(domain)
+            i += 1
+        elif word in _COOKIE_UNSUPPORTED or word == "attr":
+            raise ArgError(f"'cookie {name}': '{word}' is not supported")
+        else:
+            raise ArgError(f"'cookie {name}': unknown option '{word}'"
+                           + did_you_mean(word, (*COOKIE_MODES, *_COOKIE_FLAGS, "domain")))
+        i += 1
+    if mode == "rewrite" and flags.get("indirect"):
+        raise ArgError(f"'cookie {name}': 'rewrite' and 'indirect' modes are mutually exclusive")
+    if flags.get("preserve") and not (mode == "insert" or flags.get("indirect")):
+        raise ArgError(f"'cookie {name}': 'preserve' requires at least 'insert' or 'indirect'")
+    ctx.set("cookie", CookiePolicy(name, mode or "rewrite", domains=tuple(domains), **flags))
+
+
+def _condition(what: str, ctx: Context, args: Sequence[str]):
+    """The ``{if | unless} <condition>`` that must follow `what` (haproxy requires one)."""
+    import os
+
+    if not args or args[0] not in ("if", "unless"):
+        raise ArgError(f"'{what}' requires either 'if' or 'unless' followed by a condition")
+    try:
+        return parse_condition(list(args), os.path.dirname(ctx.file), ctx.file, ctx.line)
+    except AclError as exc:
+        raise ArgError(f"'{what}': {exc}") from None
+
+
+def _parse_use_server(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``use-server <server> {if | unless} <condition>``: key ``use_server``, a
+    UseServerRule; resolve.py checks that the server exists in this backend."""
+    _need(args, 1, "'use-server' expects <server> {if | unless} <condition>")
+    name = args[0]
+    if name in ("if", "unless"):
+        raise ArgError("'use-server' expects a server name before the condition")
+    cond = _condition(f"use-server {name}", ctx, args[1:])
+    ctx.set("use_server", UseServerRule(name, cond, ctx.file, ctx.line))
+
+
+def _persist_rule(kind: str) -> ParseFn:
+    """Parse function for haproxy ``force-persist`` / ``ignore-persist {if | unless}
+    <condition>``: key ``force_persist`` / ``ignore_persist``, a PersistRule."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        ctx.set(kind.replace("-", "_"), PersistRule(kind, _condition(kind, ctx, args), ctx.file, ctx.line))
+    return parse
+
+
+HTTP_REUSE = ("never", "safe", "aggressive", "always")
+"""haproxy `http-reuse` strategies (configuration.txt 4.2), from the most cautious."""
+
+
+def _parse_http_reuse(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``http-reuse { never | safe | aggressive | always }``: key ``http_reuse``."""
+    _need(args, 1, "'http-reuse' expects one of " + ", ".join(HTTP_REUSE))
+    _no_extra("http-reuse", args, 1)
+    if args[0] not in HTTP_REUSE:
+        raise ArgError(f"'http-reuse' expects one of {', '.join(HTTP_REUSE)}, got '{args[0]}'"
+                       + did_you_mean(args[0], HTTP_REUSE))
+    ctx.set("http_reuse", args[0])
 
 
 # timeout <name> <time>  ------------------------------------------------------------------
@@ -997,6 +1109,8 @@ OPTIONS: dict[str, Keyword] = {
                                    doc_ref("option http-buffer-request"), negatable=True),
     "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
                             doc_ref("option abortonclose"), negatable=True),
+    "persist": Keyword("option persist", BACK, _flag("persist", "persist"), doc_ref("option persist"),
+                       negatable=True),
     "allbackups": Keyword("option allbackups", BACK, _flag("allbackups", "allbackups"),
                           doc_ref("option allbackups"), negatable=True),
     "httpchk": Keyword("option httpchk", BACK, _parse_httpchk, doc_ref("option httpchk")),
@@ -1016,7 +1130,7 @@ HAPROXY_OPTIONS = frozenset({
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
     "http-server-close", "http-use-proxy-header", "httpclose", "httplog",
     "httpslog", "independent-streams", "ldap-check", "log-health-checks",
-    "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto", "persist",
+    "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto",
     "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
     "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
     "tcp-smart-connect", "tcpka", "tcplog", "transparent", "idle-close-on-response",
@@ -1086,6 +1200,11 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("default-server", BACK, _parse_default_server),
     _kw("hash-type", BACK, _parse_hash_type),
     _kw("hash-balance-factor", BACK, _parse_hash_balance_factor),
+    _kw("cookie", BACK, _parse_cookie),
+    _kw("use-server", BACK_ONLY, _parse_use_server),
+    _kw("force-persist", BACK_ONLY, _persist_rule("force-persist")),
+    _kw("ignore-persist", BACK_ONLY, _persist_rule("ignore-persist")),
+    _kw("http-reuse", BACK, _parse_http_reuse),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),

@@ -77,6 +77,10 @@ class Server:
             server's weight and maxconn ramp up over this time.
         maxqueue: haproxy `maxqueue`: at most this many requests wait for this server
             (0 = no limit); see runtime/backend.py for how the backend queue counts them.
+        cookie: haproxy `cookie <value>`: the value of the backend's persistence cookie
+            that designates this server ("" = none; http/persist.py).
+        pool_max_conn: haproxy `pool-max-conn`: most idle connections kept for reuse
+            (-1 = no limit, 0 = none kept).
         explicit: the option fields the `server` line itself sets; the others come from
             the `default-server` lines above it (resolve.py). Not part of equality.
     """
@@ -94,6 +98,8 @@ class Server:
     backup: bool = False
     slowstart: float = 0.0
     maxqueue: int = 0
+    cookie: str = ""
+    pool_max_conn: int = -1
     file: str = ""
     line: int = 0
     explicit: frozenset = field(default=frozenset(), compare=False)
@@ -155,6 +161,37 @@ class SwitchingRule:
     file: str = ""
     line: int = 0
     dynamic: tuple | None = None
+
+
+@dataclass(frozen=True)
+class UseServerRule:
+    """One ``use-server <server> {if | unless} <condition>`` line (haproxy 4.2 "use-server").
+
+    Attributes:
+        server: the server's name (resolve.py checks it exists in the backend).
+        cond: the http.acl.Condition, bound to the section's ACLs.
+    """
+
+    server: str
+    cond: object = None
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class PersistRule:
+    """One ``force-persist`` or ``ignore-persist {if | unless} <condition>`` line
+    (haproxy 4.2 "force-persist", "ignore-persist").
+
+    Attributes:
+        kind: "force-persist" or "ignore-persist".
+        cond: the http.acl.Condition, bound to the section's ACLs.
+    """
+
+    kind: str
+    cond: object = None
+    file: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -233,6 +270,12 @@ class Backend:
         http_request / http_response: header rules of a `backend` section's `http-request` /
             `http-response` lines (empty for a listen section: its Frontend holds them, so
             they run once).
+        cookie: the `cookie` line (http.persist.CookiePolicy), None: no cookie persistence.
+        persist: `option persist`: a request whose cookie names a DOWN server is sent to it.
+        use_server: its `use-server` rules (UseServerRule), in file order.
+        force_persist / ignore_persist: its `force-persist` / `ignore-persist` conditions
+            (PersistRule), in file order.
+        http_reuse: `http-reuse`: "never", "safe" (haproxy's default), "aggressive" or "always".
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
     """
 
@@ -260,6 +303,12 @@ class Backend:
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()
+    cookie: object = None
+    persist: bool = False
+    use_server: tuple = ()
+    force_persist: tuple = ()
+    ignore_persist: tuple = ()
+    http_reuse: str = "safe"
     timeouts: Timeouts = field(default_factory=Timeouts)
     file: str = ""
     line: int = 0

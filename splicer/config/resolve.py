@@ -30,7 +30,8 @@ Theory of operation (haproxy semantics unless noted):
   bound here to the section's ACLs, as they stand once the whole section is read.
 - Checks: a frontend needs a ``bind`` and a default_backend (or, in mode http, some
   ``use_backend`` rule); the default_backend and every use_backend must name a backend (or
-  listen) of the same mode; frontend names (frontend + listen) and backend names
+  listen) of the same mode; every ``use-server`` must name a server of its backend; a
+  ``cookie`` in mode tcp is ignored with a warning (haproxy warns too); frontend names (frontend + listen) and backend names
   (backend + listen) are unique; server names are unique within a backend. A backend without
   servers is valid: its requests get 503. A layer-7 hash (``balance uri``, ``url_param``,
   ``hdr()``) in mode tcp falls back to roundrobin with a warning, as in haproxy.
@@ -58,10 +59,11 @@ from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
 _ACCUMULATED = frozenset({"bind", "server", "default_server", "http_request", "http_response", "acl",
-                          "use_backend"})
+                          "use_backend", "use_server", "force_persist", "ignore_persist"})
 _L7_HASHES = frozenset({"uri", "url_param", "hdr"})
-_CONDITIONAL = ("http_request", "http_response", "use_backend")
-_KEYWORD = {"http_request": "http-request", "http_response": "http-response", "use_backend": "use_backend"}
+_CONDITIONAL = ("http_request", "http_response", "use_backend", "use_server", "force_persist", "ignore_persist")
+_KEYWORD = {"http_request": "http-request", "http_response": "http-response", "use_backend": "use_backend",
+            "use_server": "use-server", "force_persist": "force-persist", "ignore_persist": "ignore-persist"}
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
 _BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel", "check")
 
@@ -147,6 +149,15 @@ def resolve(raw: RawConfig) -> Config:
                                        f"(first at {first.file}:{first.line})")
                 else:
                     seen[server.name] = server
+            for rule in backend.use_server:
+                if rule.server not in seen:
+                    error(rule.line, f"{where}: use-server '{rule.server}' names no server of this "
+                                     "backend" + did_you_mean(rule.server, seen))
+            if backend.cookie is not None and backend.mode != "http":
+                entry = settings["cookie"]
+                warnings.append(f"{entry.file}:{entry.line}: {where}: 'cookie' needs mode http; "
+                                "it is ignored in mode tcp")
+                backend = replace(backend, cookie=None)
             backends.setdefault(section.name, backend)
 
     for frontend, where, link in frontends:
@@ -369,6 +380,12 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         errorfiles=_errorfiles(settings),
         http_request=_rules(section, "http_request", bound) if section.kind == "backend" else (),
         http_response=_rules(section, "http_response", bound) if section.kind == "backend" else (),
+        cookie=_value(settings, "cookie", None),
+        persist=bool(_value(settings, "persist", False)),
+        use_server=_rules(section, "use_server", bound),
+        force_persist=_rules(section, "force_persist", bound),
+        ignore_persist=_rules(section, "ignore_persist", bound),
+        http_reuse=str(_value(settings, "http_reuse", "safe")),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         file=section.file,

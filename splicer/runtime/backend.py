@@ -14,7 +14,13 @@ to `timeout queue` (haproxy falls back to `timeout connect`), in arrival order, 
 at once when the queue holds as many requests as the servers' `maxqueue` add up to. release() gives the
 connection back to the idle pool or closes it, and frees the server's slot. While any pool
 holds a connection, a timer closes those idle past their pool's max_idle (haproxy purges
-idle connections on a task too): a quiet worker does not hold them forever.
+idle connections on a task too): a quiet worker does not hold them forever. Whether a
+request may take an idle connection at all is the backend's `http-reuse` strategy
+(pool.reuse_floor); with `never` no connection is pooled.
+Persistence (`cookie`, `use-server`, `force-persist`, `ignore-persist`, `option persist`)
+is decided by http/persist.py (persistence()); a request it sends to a given server skips
+the balancer's choice but takes that server's connection slot like any other, waiting in
+the queue while the server is at its maxconn (acquire(force=)).
 """
 from __future__ import annotations
 
@@ -29,9 +35,10 @@ from splicer.balance import key_function, make_balancer
 from splicer.config.model import Backend as BackendModel
 from splicer.config.model import Server as ServerModel
 from splicer.errors import NoServerAvailable
+from splicer.http import persist
 from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
-from splicer.runtime.pool import IdlePool
+from splicer.runtime.pool import IdlePool, reuse_floor
 from splicer.stats import Counters
 
 log = logging.getLogger("splicer")
@@ -58,12 +65,27 @@ class Lease:
         reused: True when it was taken from the idle pool (it may have been closed by the
             server meanwhile; a request that got no response byte on it may be retried).
         failures: failed connection attempts before this one succeeded (retries used).
+        uses: requests the connection served before this one (0: a new connection).
     """
 
     server: Server
     sock: socket.socket
     reused: bool
     failures: int = 0
+    uses: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Persistence:
+    """What persistence decided for one request (Backend.persistence()).
+
+    Attributes:
+        choice: the http.persist.Choice (server None: balance the request).
+        cookie: what the request's cookie said (None: the backend has no `cookie`).
+    """
+
+    choice: persist.Choice
+    cookie: persist.RequestCookie | None
 
 
 def resolve_address(host: str, port: int) -> tuple[str, int]:
@@ -94,7 +116,17 @@ class Backend:
         self._quiet = quiet
         self.name = model.name
         self.loop = loop
-        self.servers = [Server(s, i, resolve_address(s.host, s.port)) for i, s in enumerate(model.servers)]
+        self.servers = [Server(s, i, resolve_address(s.host, s.port), IdlePool(max_conns=s.pool_max_conn))
+                        for i, s in enumerate(model.servers)]
+        self.reuse = model.http_reuse
+        self.cookie = model.cookie
+        self._cookie_values = {s.cookie.encode("latin-1"): i for i, s in enumerate(model.servers) if s.cookie}
+        by_name = {s.name: i for i, s in enumerate(model.servers)}
+        self._use_server = tuple((r.cond, by_name[r.server]) for r in model.use_server)
+        self._force = tuple(r.cond for r in model.force_persist)
+        self._ignore = tuple(r.cond for r in model.ignore_persist)
+        self.sticky = self.cookie is not None or bool(self._use_server)
+        """True when requests may be sent to a server of their own (persistence())."""
         self.balancer = make_balancer(model)
         self._key_fn = key_function(model.balance_args, model.hash_type)
         for s in self.servers:
@@ -116,6 +148,43 @@ class Backend:
         """Requests waiting in the queue now (haproxy's qcur)."""
         return len(self._queue)
 
+    def reuse_floor(self, first: bool) -> int | None:
+        """pool.reuse_floor() for this backend's `http-reuse` (None: no idle connection)."""
+        return reuse_floor(self.reuse, first)
+
+    def persistence(self, fields, method: bytes, view) -> Persistence:
+        """Where a request goes by its use-server rules and its cookie (http/persist.py).
+
+        Args:
+            fields: the request's header fields.
+            method: its method.
+            view: its sample.RequestView for the rule conditions (None when the backend has
+                no use-server, force-persist or ignore-persist rule).
+        """
+        use = next((i for cond, i in self._use_server if cond(view)), None)
+        ignore = any(cond(view) for cond in self._ignore)
+        force = any(cond(view) for cond in self._force)
+        cookie = None
+        server = None
+        if self.cookie is not None:
+            cookie = persist.request_cookie(self.cookie, fields)
+            server = persist.server_by_value(self._cookie_values, cookie.value)
+        up = self.balancer.up
+        choice = persist.choose(server, up.__getitem__, persist=self.model.persist, force=force,
+                                ignore=ignore, use_server=use)
+        return Persistence(choice, cookie)
+
+    def response_fields(self, p: Persistence, lease_server: int, fields, method: bytes):
+        """The response's fields with the persistence cookie handled for the request that
+        `p` decided and the server `lease_server` answered (None: unchanged)."""
+        if self.cookie is None:
+            return None
+        c = p.cookie
+        value = self.servers[lease_server].model.cookie.encode("latin-1")
+        return persist.response_fields(self.cookie, fields, value,
+                                       direct=p.choice.direct and p.choice.server == lease_server,
+                                       present=c.present, method=method, ignore=p.choice.ignore)
+
     def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
         """The balancing key of a request (balance/key.py), or None when the algorithm
         hashes none or the request has none (the balancer then goes round-robin)."""
@@ -129,7 +198,12 @@ class Backend:
         limits = [self.servers[k].model.maxqueue for k in candidates]
         return sum(limits) if limits and all(limits) else None
 
-    async def _pick(self, avoid: set[int], key: int | None = None) -> int:
+    def _has_room(self, i: int) -> bool:
+        """Server `i` is under its maxconn (up or not: persistence may use a DOWN server)."""
+        m = self.balancer.maxconn(i, self.loop.time())
+        return m == 0 or self.balancer.active[i] < m
+
+    async def _pick(self, avoid: set[int], key: int | None = None, force: int | None = None) -> int:
         """A server index with a free slot, waiting in the queue while all are full.
 
         The queue is FIFO: with an algorithm whose slots suit any request (all but the hash
@@ -137,7 +211,8 @@ class Backend:
         released slot wakes the first waiter. A woken waiter that still finds no slot (its
         own server is full, or it avoids the one freed) keeps its place and passes the wake
         to the next one. With a hash algorithm or random, a new request whose pick has room
-        is served at once.
+        is served at once. `force`: the one server to take (persistence), whatever its
+        state; only its slot is waited for.
         """
         deadline = None
         entry: list | None = None  # [future]: our place in the queue, kept while we wait
@@ -146,13 +221,15 @@ class Backend:
             while True:
                 if entry is None and self._queue and self._fifo:
                     i = None  # others are waiting already: behind them
+                elif force is not None:
+                    i = force if self._has_room(force) else None
                 else:
                     i = self.balancer.pick(avoid, key, self.loop.time())
                 if i is not None:
                     self.balancer.take_conn(i)
                     took = True
                     return i
-                usable = [k for k in self.balancer.group() if k not in avoid]
+                usable = [force] if force is not None else [k for k in self.balancer.group() if k not in avoid]
                 if not usable:
                     raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
                 if entry is None:
@@ -225,16 +302,17 @@ class Backend:
             self.balancer.take_conn(i)
         return i
 
-    def idle_lease(self, i: int) -> Lease | None:
-        """A Lease of an idle live connection to server `i` (its slot taken by pick_now()),
-        or None when it has none."""
+    def idle_lease(self, i: int, min_uses: int = 0) -> Lease | None:
+        """A Lease of an idle live connection to server `i` (its slot taken by pick_now())
+        that has served at least `min_uses` requests, or None when it has none."""
         srv = self.servers[i]
-        sock = srv.idle.get(self.loop.time(), self._quiet)
-        return None if sock is None else Lease(srv, sock, True)
+        got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
+        return None if got is None else Lease(srv, got[0], True, 0, got[1])
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
                       left: int | None = None, only: int | None = None,
-                      picked: int | None = None, key: int | None = None) -> Lease:
+                      picked: int | None = None, key: int | None = None,
+                      min_uses: int = 0, force: int | None = None) -> Lease:
         """Lend a connection to a server of this backend, retrying failed connects as
         http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
@@ -247,6 +325,11 @@ class Backend:
             picked: a server whose slot pick_now() took already (its idle connections
                 were looked at: a new one is opened).
             key: the request's balancing key (key_of()), None when it has none.
+            min_uses: an idle connection is taken only when it served this many requests
+                (reuse_floor()).
+            force: the server persistence chose (persistence()): its slot is taken (or
+                waited for) whatever its state, unless it is in `avoid` (a redispatch);
+                a connect retry without redispatch goes back to it.
 
         Returns:
             A Lease; give it back with release().
@@ -259,17 +342,21 @@ class Backend:
             left = self.policy.retries
         everyone = set(range(len(self.servers)))
         look_idle = allow_reuse and picked is None  # pick_now()'s caller looked already
+        if force is not None and (force in avoid or (only is not None and only != force)):
+            force = None  # redispatched: balanced like any request
         if picked is not None:
             i = picked
+        elif force is not None:
+            i = await self._pick(avoid, key, force)
         else:
             i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid, key))
         used = 0
         while True:
             srv = self.servers[i]
             if look_idle:
-                sock = srv.idle.get(self.loop.time(), self._quiet)
-                if sock is not None:
-                    return Lease(srv, sock, True)
+                got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
+                if got is not None:
+                    return Lease(srv, got[0], True, 0, got[1])
             try:
                 sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
             except (OSError, TimeoutError) as exc:
@@ -288,6 +375,7 @@ class Backend:
                 self.counters.wretr += 1
                 srv.counters.wretr += 1
                 if verdict.elsewhere:
+                    force = None  # option redispatch: persistence gives way
                     avoid.add(i)
                     if not self.others_usable(avoid):
                         avoid = {i}  # every server failed once: round again, this one last
@@ -302,7 +390,7 @@ class Backend:
                 await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
                 # the slot was given up meanwhile: take it again through the queue, so the
                 # server's maxconn holds (someone else may have taken it)
-                i = await self._pick(everyone - {i})
+                i = await (self._pick(avoid, key, i) if force == i else self._pick(everyone - {i}))
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1
@@ -310,8 +398,8 @@ class Backend:
 
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable`, else closed."""
-        if reusable:
-            lease.server.idle.put(lease.sock, self.loop.time())
+        if reusable and self.reuse != "never":
+            lease.server.idle.put(lease.sock, self.loop.time(), lease.uses + 1)
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
                                                       self._purge)

@@ -1,13 +1,21 @@
-"""Idle server connections kept alive for reuse, per server (haproxy `http-reuse safe`).
+"""Idle server connections kept alive for reuse, per server, and which requests may reuse them.
 
-A connection is put back only after a complete response whose framing allowed reuse. Before
+Rule: `reuse_floor()` alone decides, from the backend's `http-reuse` strategy (haproxy
+configuration.txt 4.2 "http-reuse", default `safe`), whether a request may take an idle
+connection and how proven that connection must be; IdlePool only keeps the connections.
+
+A connection is put back only after a complete response whose framing allowed reuse. Each
+one remembers how many requests it has served. Before
 reuse it is checked: one the engine knows to hold nothing (its readiness cache: no byte and
 no end of stream came since it found the socket empty) is reused without a syscall; any
 other is checked with a non-blocking peek, and a connection the server closed (EOF) or that
 has unexpected bytes pending is dropped. Connections idle for longer than `max_idle`
 seconds are closed (haproxy's pool-purge-delay, 5 s by default): on the way by get() and
 put(), and by purge(), which the backend runs on a timer so that a worker gone quiet lets
-go of them too.
+go of them too. All the pools of a worker together keep at most HIGH_FD_RATIO of its file
+descriptors idle (haproxy's tune.pool-high-fd-ratio, 25 % by default): beyond it a
+connection is closed instead of pooled, so that idle connections never starve the accepts
+and connects (with `http-reuse safe`, every client session's first request opens one).
 """
 from __future__ import annotations
 
@@ -16,6 +24,51 @@ from collections import deque
 from typing import Callable
 
 from splicer.runtime.io import forget
+
+HIGH_FD_RATIO = 0.25
+"""Share of the worker's file descriptor limit (RLIMIT_NOFILE) that idle server connections
+may hold, all pools together (haproxy tune.pool-high-fd-ratio, default 25)."""
+
+_idle_total = 0        # idle connections in every pool of this process
+_idle_limit: int | None = None
+
+
+def _limit() -> int:
+    global _idle_limit
+    if _idle_limit is None:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        _idle_limit = int(soft * HIGH_FD_RATIO) if soft != resource.RLIM_INFINITY else 1 << 30
+    return _idle_limit
+
+REUSE_STRATEGIES = ("never", "safe", "aggressive", "always")
+
+
+def reuse_floor(strategy: str, first: bool) -> int | None:
+    """Whether a request may go on an idle server connection, by haproxy's `http-reuse`.
+
+    Args:
+        strategy: "never", "safe", "aggressive" or "always".
+        first: the request is the first of its client session.
+
+    Returns:
+        None: it must not (a new connection is opened); else the fewest requests an idle
+        connection must have served to be taken: `never` none at all; `safe` none for a
+        session's first request (it may be a client's own connection), any for the later
+        ones; `aggressive` for a first request only a connection that has been reused
+        already (served at least 2 requests: the server is known to keep connections),
+        any for the later ones; `always` any. (splicer never puts a request that could not
+        be sent again, one with a body or a non-idempotent method, on an idle connection,
+        whatever the strategy: runtime/stream.py.)
+    """
+    if strategy == "never":
+        return None
+    if strategy == "safe":
+        return None if first else 0
+    if strategy == "aggressive":
+        return 2 if first else 0
+    return 0
 
 
 def _close(sock: socket.socket) -> None:
@@ -28,16 +81,27 @@ class IdlePool:
 
     Args:
         max_idle: seconds a connection may stay idle before it is closed.
-        max_conns: most idle connections kept; more are closed on put().
+        max_conns: most idle connections kept (haproxy `pool-max-conn`; -1: no limit, 0: none
+            kept); more are closed on put().
     """
 
-    def __init__(self, max_idle: float = 5.0, max_conns: int = 256) -> None:
+    def __init__(self, max_idle: float = 5.0, max_conns: int = -1) -> None:
         self.max_idle = max_idle
         self.max_conns = max_conns
-        self._idle: deque[tuple[socket.socket, float]] = deque()
+        self._idle: deque[tuple[socket.socket, float, int]] = deque()  # (sock, since, requests served)
 
     def __len__(self) -> int:
         return len(self._idle)
+
+    def _pop(self) -> tuple[socket.socket, float, int]:
+        global _idle_total
+        _idle_total -= 1
+        return self._idle.pop()
+
+    def _popleft(self) -> tuple[socket.socket, float, int]:
+        global _idle_total
+        _idle_total -= 1
+        return self._idle.popleft()
 
     def get(self, now: float, quiet: Callable[[socket.socket], bool] | None = None) -> socket.socket | None:
         """The most recently used live connection, or None. Stale ones are closed on the way.
@@ -47,13 +111,32 @@ class IdlePool:
             quiet: tells, without a syscall, that a socket holds nothing to read
                 (Engine.quiet); a socket it does not vouch for is peeked at.
         """
+        got = self.take(now, quiet)
+        return None if got is None else got[0]
+
+    def take(self, now: float, quiet: Callable[[socket.socket], bool] | None = None,
+             min_uses: int = 0) -> tuple[socket.socket, int] | None:
+        """get(), for a connection that has served at least `min_uses` requests (the
+        others stay pooled); returns (socket, requests it served) or None."""
+        global _idle_total
+        skipped: list = []
+        try:
+            return self._take(now, quiet, min_uses, skipped)
+        finally:
+            self._idle.extend(reversed(skipped))
+            _idle_total += len(skipped)
+
+    def _take(self, now, quiet, min_uses, skipped):
         while self._idle:
-            sock, since = self._idle.pop()
+            sock, since, uses = self._pop()
             if now - since > self.max_idle:
                 _close(sock)
                 continue
+            if uses < min_uses:
+                skipped.append((sock, since, uses))
+                continue
             if quiet is not None and quiet(sock):
-                return sock
+                return sock, uses
             try:
                 if sock.recv(1, socket.MSG_PEEK):
                     _close(sock)  # unsolicited bytes: the connection is out of step
@@ -61,27 +144,33 @@ class IdlePool:
                 _close(sock)  # b"": the server closed it
                 continue
             except (BlockingIOError, InterruptedError):
-                return sock  # nothing pending: alive and idle
+                return sock, uses  # nothing pending: alive and idle
             except OSError:
                 _close(sock)
         return None
 
-    def put(self, sock: socket.socket, now: float) -> None:
-        """Keep `sock` for reuse; the oldest idle connections are closed beyond max_conns."""
-        self._idle.append((sock, now))
-        while len(self._idle) > self.max_conns:
-            _close(self._idle.popleft()[0])
+    def put(self, sock: socket.socket, now: float, uses: int = 1) -> None:
+        """Keep `sock`, which has served `uses` requests, for reuse; the oldest idle
+        connections are closed beyond max_conns."""
+        global _idle_total
+        if _idle_total >= _limit():
+            _close(sock)  # the worker's idle connections hold their share of its fds already
+            return
+        self._idle.append((sock, now, uses))
+        _idle_total += 1
+        while self.max_conns >= 0 and len(self._idle) > self.max_conns:
+            _close(self._popleft()[0])
         while self._idle and now - self._idle[0][1] > self.max_idle:
-            _close(self._idle.popleft()[0])
+            _close(self._popleft()[0])
 
     def purge(self, now: float) -> float | None:
         """Close the connections idle for `max_idle` seconds or more; returns when the oldest
         one left is due (loop time), None when none is left."""
         while self._idle and now - self._idle[0][1] >= self.max_idle:
-            _close(self._idle.popleft()[0])
+            _close(self._popleft()[0])
         return self._idle[0][1] + self.max_idle if self._idle else None
 
     def close(self) -> None:
         """Close every idle connection."""
         while self._idle:
-            _close(self._idle.pop()[0])
+            _close(self._pop()[0])

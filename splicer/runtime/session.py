@@ -61,7 +61,7 @@ class HttpSession:
     """
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
-                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in")
+                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -83,6 +83,7 @@ class HttpSession:
         # set per request when the frontend has rules that decide (_switch); else fixed
         self.view = None                     # the request's sample.RequestView
         self.rules_in = route.request_rules  # the http-request header rules that apply
+        self.streams = 0                     # streams started on this session (http-reuse safe)
 
     @property
     def client_ip(self) -> str:
@@ -343,12 +344,8 @@ class HttpSession:
 
     # -- per-request decisions: use_backend, http-request deny/return/redirect/allow -----
 
-    def _switch(self, req, raw: bytes) -> Decision:
-        """Run the frontend's deciding rules on this request (route.Switching.choose) and
-        take the chosen backend's Route for the stream (precomputed at load, one per
-        frontend and backend pair: nothing is merged here). Sets view and rules_in."""
-        fe = self.fe
-        sw = fe.switching
+    def request_view(self, req, raw: bytes) -> RequestView:
+        """The sample.RequestView that rule conditions read for the request `req` read as `raw`."""
         kind = req.framing.kind
         body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
         start = 0
@@ -356,8 +353,16 @@ class HttpSession:
             start += 2
         first = raw[start:raw.find(b"\r\n", start)].split(b" ")
         url = first[1] if len(first) == 3 else req.target
-        view = RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
-                           self.client_port, self.local_ip, self.local_port, body, fe.proxy.nbsrv)
+        return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
+                           self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv)
+
+    def _switch(self, req, raw: bytes) -> Decision:
+        """Run the frontend's deciding rules on this request (route.Switching.choose) and
+        take the chosen backend's Route for the stream (precomputed at load, one per
+        frontend and backend pair: nothing is merged here). Sets view and rules_in."""
+        fe = self.fe
+        sw = fe.switching
+        view = self.request_view(req, raw)
         d = sw.choose(view)
         self.view = view
         if d.backend is not None:

@@ -94,7 +94,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in")
+                 "_chained", "view", "rules_in", "_first", "_persist")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -126,6 +126,9 @@ class Stream:
         self._lease = None        # the fast path's server connection
         self._fast = None         # the fast path's response under way
         self._chained = 0         # the fast path's chained next-head job
+        self._first = not session.streams  # the session's first request (http-reuse)
+        session.streams += 1
+        self._persist = None      # the backend's persistence decision (Backend.persistence)
 
     # -- outcome ---------------------------------------------------------------------------
 
@@ -189,7 +192,20 @@ class Stream:
         if route.forwarded:
             fwd = (route.forwarded, s.client_ip, s.local_ip)
         xff = s.client_ip if route.forwardfor else None
-        if early is None and not self.rules_in:
+        edited = False
+        be = self.be
+        if be.sticky:
+            # cookie / use-server persistence (http/persist.py): decided before the head is
+            # built, since insert-indirect and prefix cookies are edited out of it
+            view = self.view
+            m = be.model
+            if view is None and (m.use_server or m.force_persist or m.ignore_persist):
+                view = s.request_view(req, self.raw)
+            p = self._persist = be.persistence(req.headers, req.method, view)
+            if p.cookie is not None and p.cookie.edited:
+                req.headers = p.cookie.fields
+                edited = True
+        if early is None and not self.rules_in and not edited:
             out_head = forwarded_request(self.raw, req, xff, fwd)  # memoized: no rule reads the stream
         else:
             out_head = forward_request_head(req, xff, fwd, self.rules_in, self.info, self.view)
@@ -219,7 +235,9 @@ class Stream:
         """
         be = self.be
         out_head = self._out_head
-        allow_reuse = self._allow_reuse
+        floor = be.reuse_floor(self._first)  # http-reuse: None when no idle connection may serve
+        allow_reuse = self._allow_reuse and floor is not None
+        force = self._persist.choice.server if self._persist is not None else None
         left = be.policy.retries  # retries this request may still use (haproxy `retries`)
         avoid: set[int] = set()
         only = None
@@ -231,7 +249,7 @@ class Stream:
                 picked, self._picked = self._picked, None
                 try:
                     lease = await be.acquire(avoid, allow_reuse=allow_reuse, left=left, only=only,
-                                             picked=picked, key=key)
+                                             picked=picked, key=key, min_uses=floor or 0, force=force)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
                     self.end(*Termination.parse(exc.termination))
@@ -297,12 +315,13 @@ class Stream:
         server slot may then be held for it (self._picked)."""
         req, be = self.req, self.be
         if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
-                or self.route.abortonclose):
-            return False
+                or self.route.abortonclose or be.sticky):
+            return False  # (persistence runs on the slow path: it edits both heads)
+        floor = be.reuse_floor(self._first)
         i = be.pick_now(be.key_of(req.target, req.headers, self.s.client_ip))
         if i is None:
             return False  # every server full or down: the slow path queues or answers 503
-        lease = be.idle_lease(i)
+        lease = None if floor is None else be.idle_lease(i, floor)
         if lease is None:
             self._picked = i  # its slot is taken: the slow path opens a connection to it
             return False
@@ -539,7 +558,13 @@ class Stream:
             # section 9.6); the session then closes in stages (session._drain), never with a
             # reset under the response
             cli_keep = False
-        if not self.route.response_rules:
+        edited = False
+        if self._persist is not None:
+            fields = be.response_fields(self._persist, lease.server.index, resp.headers, req.method)
+            if fields is not None:  # the persistence cookie set or changed (http/persist.py)
+                resp.headers = fields
+                edited = True
+        if not self.route.response_rules and not edited:
             head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
         else:
             head = forward_response_head(resp, req.version, cli_keep, self.route.response_rules,

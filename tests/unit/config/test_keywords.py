@@ -51,14 +51,14 @@ def test_sections_follow_haproxy_matrix():
     assert OPTIONS["redispatch"].sections == {"defaults", "listen", "backend"}
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
-        "http-buffer-request", "abortonclose", "allbackups"}
+        "http-buffer-request", "abortonclose", "allbackups", "persist"}
 
 
 def test_keywords_for_a_section():
     assert keywords_for("backend") == [
-        "acl", "balance", "default-server", "errorfile", "hash-balance-factor", "hash-type", "http-check",
-        "http-request", "http-response", "log", "mode", "no", "option", "retries", "retry-on", "server",
-        "timeout"]
+        "acl", "balance", "cookie", "default-server", "errorfile", "force-persist", "hash-balance-factor",
+        "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist", "log",
+        "mode", "no", "option", "retries", "retry-on", "server", "timeout", "use-server"]
     assert keywords_for("global") == [
         "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
         "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]

@@ -119,3 +119,30 @@ def test_random_newcomers_are_not_held_behind_a_waiter_whose_draw_was_full():
         assert be.pick_now() == 1                # b has room: served at once
         waiter.cancel()
     asyncio.run(main())
+
+
+def test_a_persistent_pick_waits_for_its_servers_slot_not_another():
+    """Persistence (acquire(force=)) bypasses the balancer, not maxconn: with its server
+    full, the request queues even though another server has room, and takes that server's
+    slot when it frees."""
+    async def main():
+        be = backend(asyncio.get_running_loop(), [server("a", maxconn=1), server("b", maxconn=1)])
+        assert be.pick_now() == 0                    # a is full
+        waiter = asyncio.ensure_future(be._pick(set(), None, 0))
+        await settle()
+        assert (be.queued, waiter.done(), be.balancer.active) == (1, False, [1, 0])
+        be.balancer.drop_conn(0)
+        be._wake_queue()
+        assert await waiter == 0
+        assert (be.queued, be.balancer.active) == (0, [1, 0])
+    asyncio.run(main())
+
+
+def test_a_persistent_pick_takes_a_down_server():
+    async def main():
+        be = backend(asyncio.get_running_loop(), [server("a", maxconn=1), server("b")])
+        be.balancer.set_up(0, False)
+        assert await be._pick(set(), None, 0) == 0   # option persist: DOWN, but chosen
+        assert be.balancer.active == [1, 0]
+        assert be.pick_now() == 1                    # the balancer itself never picks it
+    asyncio.run(main())
