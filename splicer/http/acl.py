@@ -368,7 +368,7 @@ class AclExpr:
 
     def __post_init__(self) -> None:
         # one closure per line, compiled here: evaluating it is a fetch and set probes
-        fn, one = self.fetch.fn, self.matcher.test_one
+        fn, one = self.fetch.acl_fn or self.fetch.fn, self.matcher.test_one
 
         def test(view) -> bool:
             for s in fn(view):

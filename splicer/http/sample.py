@@ -17,12 +17,18 @@ HTTP samples (Layer 7)"):
   of the parameter. ``hdr(<name>,<occ>)`` gives only occurrence <occ> (1 = first, -1 =
   last). An ACL matches when any of them matches.
 - ``path`` is the target up to the first ``?`` (the origin-form path: the scheme and
-  authority of an absolute-form target are not part of it); ``query`` what follows the
+  authority of an absolute-form target are not part of it), compared as the origin reads
+  it (http/normalize.py rule_path: ``/%61dmin`` and ``//admin`` are ``/admin``), after
+  the ``normalize-uri`` rules before it; ``query`` what follows the
   first ``?`` (absent without one, empty after a bare ``?``); ``url`` the target exactly as
   the client sent it.
 - ACL derivatives (``hdr_beg``, ``path_end``, ``url_sub``...) are the base fetch with an
   implied matching method (DERIVATIVE_METHODS); a converter after one makes the method
   follow the converter's output type, as haproxy does.
+- In an ACL, a fetch of the Host field (``hdr(host)``, ``req.hdr(host)``, ``req.fhdr(host)``
+  and their derivatives) also offers each value without its port and trailing dots
+  (normalize.canonical_host), so ``hdr(host) -i admin.example.com`` matches
+  ``Admin.example.com.:80`` too; outside ACLs the fetch gives the field as sent.
 - Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
 """
 from __future__ import annotations
@@ -31,6 +37,9 @@ import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+
+from splicer.http.normalize import canonical_host, rule_path
 
 STR, INT, IP, BOOL = "str", "int", "ip", "bool"
 """Sample types (haproxy: string, integer, ip, boolean)."""
@@ -103,13 +112,40 @@ class RequestView:
         return got
 
     def path(self) -> bytes:
-        """The target up to its first '?' (cached)."""
+        """The target up to its first '?', in the form rules compare (normalize.rule_path:
+        escapes of unreserved characters decoded, runs of '/' merged), cached."""
         p = self._path
         if p is None:
             t = self.target
             q = t.find(b"?")
-            p = self._path = t if q < 0 else t[:q]
+            p = t if q < 0 else t[:q]
+            if b"%" in p or b"//" in p:
+                p = rule_path(p)
+            self._path = p
         return p
+
+    def rule_url(self) -> bytes:
+        """The ``url`` rules compare: the target as sent, its path in the form path() gives
+        (the scheme and authority of an absolute-form target kept)."""
+        u, t = self.url, self.target
+        q = t.find(b"?")
+        raw = t if q < 0 else t[:q]
+        p = self.path()
+        if p is raw or p == raw or not u.endswith(t):
+            return u
+        return u[:len(u) - len(t)] + p + t[len(raw):]
+
+    def set_target(self, target: bytes) -> None:
+        """Take the target a ``normalize-uri`` rule rewrote: the later rules' fetches read
+        it (``url`` too, whose scheme and authority of an absolute-form target stay)."""
+        if target == self.target:
+            return
+        if self.url == self.target:
+            self.url = target
+        elif self.url.endswith(self.target):
+            self.url = self.url[:len(self.url) - len(self.target)] + target
+        self.target = target
+        self._path = None
 
     def src_ip(self):
         """The client address as an ipaddress object (None when it is not an IP)."""
@@ -147,6 +183,8 @@ class Fetch:
         fn: RequestView -> list of samples (empty: absent).
         last: outside ACLs (a log-format ``%[...]``) the fetch gives its last sample (the
             header and cookie fetches: haproxy "returns the last occurrence"), else its first.
+        acl_fn: what an ACL iterates instead of fn (None: fn): a Host fetch adds the
+            canonical host of each value.
     """
 
     expr: str
@@ -155,6 +193,7 @@ class Fetch:
     derivative: bool
     fn: Callable
     last: bool = False
+    acl_fn: Callable | None = None
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -393,7 +432,7 @@ FETCHES: dict[str, Callable] = {
     "url_param": _fetch_urlp, "urlp": _fetch_urlp, "urlp_val": _fetch_urlp,
     "path": _simple(STR, _path),
     "query": _simple(STR, _query),
-    "url": _simple(STR, lambda v: [v.url]),
+    "url": _simple(STR, lambda v: [v.rule_url()]),
     "method": _simple(STR, lambda v: [v.method]),
     "req.ver": _simple(STR, _ver), "req_ver": _simple(STR, _ver),
     "src": _simple(IP, lambda v: [ip] if (ip := v.src_ip()) is not None else []),
@@ -488,6 +527,9 @@ def parse_fetch(expr: str) -> Fetch:
     if name == "req.body_announced":
         raise SampleError(f"unknown fetch method '{name}'")  # internal: REQ_CONTENT only
     kind, fn = builder(name, args)
+    acl_fn = None
+    if name in _HOST_FETCHES and kind == STR and args and args[0].strip().lower() == "host":
+        acl_fn = _with_canonical_host(fn)
     for step in steps[1:]:
         cname, cargs = _call(step.strip())
         conv = CONVERTERS.get(cname)
@@ -499,9 +541,31 @@ def parse_fetch(expr: str) -> Fetch:
             raise SampleError(f"converter '{cname}' expects a string, '{steps[0]}' gives {kind}")
         kind, conv_fn = conv
         fn = _chain(fn, conv_fn)
+        if acl_fn is not None:
+            acl_fn = _chain(acl_fn, conv_fn)
         method = ""  # haproxy: a converter after a derivative makes its implied method void
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE)
+                 name in _LAST_OCCURRENCE, acl_fn)
+
+
+_HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
+
+
+def _with_canonical_host(fn: Callable) -> Callable:
+    canon = lru_cache(maxsize=1024)(canonical_host)
+
+    def run(view):
+        values = fn(view)
+        out = None
+        for v in values:
+            c = canon(v)
+            if c is not v and c != v:
+                if out is None:
+                    out = list(values)
+                if c not in out:
+                    out.append(c)
+        return values if out is None else out
+    return run
 
 
 _LAST_OCCURRENCE = frozenset({"hdr", "req.hdr", "res.hdr", "shdr", "req.fhdr", "hdr_val", "req.hdr_val",
