@@ -484,7 +484,7 @@ def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
     dynamic = None
     if "%" in name:
         try:
-            dynamic = parse_name_format(name)
+            dynamic = parse_name_format(name, os.path.dirname(ctx.file))
         except SampleError as exc:
             raise ArgError(f"'use_backend {name}': {exc}") from None
     if name in ("if", "unless"):

@@ -462,8 +462,200 @@ def _upper(values: list) -> list:
     return [v.upper() for v in values]
 
 
-CONVERTERS: dict[str, tuple[str, Callable]] = {"lower": (STR, _lower), "upper": (STR, _upper)}
-"""Converter name -> (output type, samples -> samples); each takes STR samples."""
+def _conv_case(name, args, base_dir):
+    if args:
+        raise SampleError(f"converter '{name}' takes no argument")
+    return STR, _lower if name == "lower" else _upper
+
+
+def _conv_map(name, args, base_dir):
+    if not 1 <= len(args) <= 2 or not args[0]:
+        raise SampleError(f"converter '{name}' expects a map file: {name}(<file>[,<default>])")
+    table = load_map(args[0], base_dir, "str" if name == "map" else name[4:])
+    default = args[1].encode("utf-8") if len(args) == 2 else None
+
+    def conv(values: list) -> list:
+        out = []
+        for v in values:
+            got = table.lookup(v)
+            if got is None:
+                got = default
+            if got is not None:
+                out.append(got)
+        return out
+    return STR, conv
+
+
+def _index_args(name, args):
+    if not 2 <= len(args) <= 3:
+        raise SampleError(f"converter '{name}' expects {name}(<index>,<delimiters>[,<count>])")
+    if not re.fullmatch(r"-?[0-9]+", args[0].strip()) or int(args[0]) == 0:
+        raise SampleError(f"converter '{name}': index '{args[0]}' must be a non-zero integer")
+    if not args[1]:
+        raise SampleError(f"converter '{name}': delimiters must not be empty")
+    count = 1
+    if len(args) == 3:
+        if not re.fullmatch(r"[0-9]+", args[2].strip()):
+            raise SampleError(f"converter '{name}': count '{args[2]}' must be an integer >= 0")
+        count = int(args[2])
+    return int(args[0]), re.compile(b"[" + re.escape(args[1].encode("latin-1")) + b"]"), count
+
+
+def _conv_field(name, args, base_dir):
+    idx, delims, count = _index_args(name, args)
+    word = name == "word"
+
+    def pick(v: bytes) -> bytes:
+        if word:  # runs of delimiters separate like one, and make no empty word
+            spans = [m.span() for m in re.finditer(b"[^" + delims.pattern[1:] + b"+", v)]
+        else:
+            spans, start = [], 0
+            for m in delims.finditer(v):
+                spans.append((start, m.start()))
+                start = m.end()
+            spans.append((start, len(v)))
+        n = len(spans)
+        if idx > 0:
+            first = idx - 1
+            last = n if count == 0 else min(n, first + count)
+        else:
+            last = n + idx + 1
+            first = 0 if count == 0 else max(0, last - count)
+        if first >= n or last <= 0 or first >= last:
+            return b""
+        return v[spans[first][0]:spans[last - 1][1]]
+    return STR, lambda values: [pick(v) for v in values]
+
+
+def _conv_regsub(name, args, base_dir):
+    if not 2 <= len(args) <= 3 or not args[0]:
+        raise SampleError("converter 'regsub' expects regsub(<regex>,<subst>[,<flags>])")
+    flags = args[2] if len(args) == 3 else ""
+    if set(flags) - {"i", "g"}:
+        raise SampleError(f"converter 'regsub': unknown flags '{flags}' (supported: i, g)")
+    try:
+        rx = re.compile(args[0].encode("utf-8"), re.I if "i" in flags else 0)
+    except re.error as exc:
+        raise SampleError(f"converter 'regsub': invalid regex '{args[0]}': {exc}") from None
+    subst = args[1].encode("utf-8")
+    parts = re.split(rb"\\([0-9])", subst)  # literal, group number, literal, ...
+    if any(int(g) > rx.groups for g in parts[1::2]):
+        raise SampleError(f"converter 'regsub': '{args[1]}' refers to a group the regex does not have")
+
+    def repl(m: re.Match) -> bytes:
+        return b"".join(p if i % 2 == 0 else (m.group(int(p)) or b"") for i, p in enumerate(parts))
+    count = 0 if "g" in flags else 1
+    return STR, lambda values: [rx.sub(repl, v, count=count) for v in values]
+
+
+CONVERTERS: dict[str, Callable] = {
+    "lower": _conv_case, "upper": _conv_case,
+    "map": _conv_map, "map_str": _conv_map, "map_beg": _conv_map, "map_end": _conv_map,
+    "map_dom": _conv_map, "map_reg": _conv_map,
+    "field": _conv_field, "word": _conv_field,
+    "regsub": _conv_regsub,
+}
+"""Converter name -> builder(name, args, base_dir) returning (output type, samples ->
+samples); each takes STR samples (haproxy 7.3.1 "Converters")."""
+
+
+class MapTable:
+    """A map file compiled for one matching method (haproxy 7.3.1 "map"): what
+    lookup(sample) returns is the value of the first line, in file order, whose key
+    matches, or None.
+
+    Args:
+        entries: (key, value) pairs in file order.
+        method: "str" (exact, a dict), "beg" / "end" (a prefix / suffix of the sample; a
+            dict per key length), "dom" (the key is a run of the sample's labels, split at
+            '/', '?', '.', ':'), "reg" (the key is a regex searched in the sample).
+    """
+
+    __slots__ = ("method", "exact", "by_len", "lens", "regs")
+
+    def __init__(self, entries: list[tuple[bytes, bytes]], method: str) -> None:
+        self.method = method
+        self.exact: dict[bytes, tuple[int, bytes]] = {}
+        self.by_len: dict[int, dict[bytes, tuple[int, bytes]]] = {}
+        self.regs: list[tuple[re.Pattern, bytes]] = []
+        for i, (k, v) in enumerate(entries):
+            if method == "reg":
+                self.regs.append((re.compile(k), v))
+            elif method in ("beg", "end"):
+                self.by_len.setdefault(len(k), {}).setdefault(k, (i, v))
+            else:
+                self.exact.setdefault(k, (i, v))
+        self.lens = sorted(self.by_len)
+
+    def lookup(self, sample: bytes) -> bytes | None:
+        m = self.method
+        if m == "str":
+            got = self.exact.get(sample)
+            return None if got is None else got[1]
+        if m == "reg":
+            for rx, v in self.regs:
+                if rx.search(sample):
+                    return v
+            return None
+        best = None
+        if m in ("beg", "end"):
+            n = len(sample)
+            for k in self.lens:
+                if k > n:
+                    break
+                got = self.by_len[k].get(sample[:k] if m == "beg" else sample[n - k:])
+                if got is not None and (best is None or got[0] < best[0]):
+                    best = got
+            return None if best is None else best[1]
+        # dom: every run of whole labels
+        bounds = [0] + [j + 1 for j, c in enumerate(sample) if c in _DOM_DELIMS]
+        ends = [j for j, c in enumerate(sample) if c in _DOM_DELIMS] + [len(sample)]
+        for a in bounds:
+            for b in ends:
+                if b > a:
+                    got = self.exact.get(sample[a:b])
+                    if got is not None and (best is None or got[0] < best[0]):
+                        best = got
+        return None if best is None else best[1]
+
+
+_DOM_DELIMS = frozenset(b"/?.:")
+
+
+def load_map(path: str, base_dir: str, method: str) -> MapTable:
+    """Read a map file once, at load: one ``<key> <value>`` per line (the value is the rest
+    of the line after the blanks that follow the key), ``#`` comment lines and blank lines
+    skipped; compiled for `method` (MapTable).
+
+    Args:
+        path: as written in the converter; a relative one is read from base_dir (the
+            configuration file's directory).
+
+    Raises:
+        SampleError: the file cannot be read, or (map_reg) a key is not a valid regex.
+    """
+    import os
+
+    full = path if os.path.isabs(path) else os.path.join(base_dir or ".", path)
+    try:
+        with open(full, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise SampleError(f"cannot read map file '{path}': {exc.strerror}") from None
+    entries = []
+    for n, line in enumerate(data.splitlines(), 1):
+        line = line.strip(b" \t\r")
+        if not line or line.startswith(b"#"):
+            continue
+        parts = line.split(None, 1)
+        key, value = parts[0], (parts[1].strip(b" \t") if len(parts) > 1 else b"")
+        if method == "reg":
+            try:
+                re.compile(key)
+            except re.error as exc:
+                raise SampleError(f"map file '{path}' line {n}: invalid regex '{key.decode('latin-1')}': {exc}") from None
+        entries.append((key, value))
+    return MapTable(entries, method)
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -493,12 +685,13 @@ def _call(step: str) -> tuple[str, list[str]]:
     return name, ([] if inner == "" else inner.split(","))
 
 
-def parse_fetch(expr: str) -> Fetch:
+def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     """Compile a fetch expression with its converters.
 
     Args:
         expr: e.g. ``"path"``, ``"hdr_beg(host)"``, ``"req.hdr(x-forwarded-for,-1)"``,
-            ``"req.hdr(host),lower"``.
+            ``"req.hdr(host),lower,map(hosts.map,default)"``.
+        base_dir: directory relative map files are read from (the config file's).
 
     Returns:
         The Fetch (its type and default matching method included).
@@ -535,11 +728,9 @@ def parse_fetch(expr: str) -> Fetch:
         conv = CONVERTERS.get(cname)
         if conv is None:
             raise SampleError(f"unknown converter '{cname}' in '{expr}' (supported: {', '.join(CONVERTERS)})")
-        if cargs:
-            raise SampleError(f"converter '{cname}' takes no argument")
         if kind != STR:
             raise SampleError(f"converter '{cname}' expects a string, '{steps[0]}' gives {kind}")
-        kind, conv_fn = conv
+        kind, conv_fn = conv(cname, cargs, base_dir)
         fn = _chain(fn, conv_fn)
         if acl_fn is not None:
             acl_fn = _chain(acl_fn, conv_fn)
@@ -572,7 +763,7 @@ _LAST_OCCURRENCE = frozenset({"hdr", "req.hdr", "res.hdr", "shdr", "req.fhdr", "
                               "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_val", "cook_val"})
 
 
-def parse_name_format(text: str) -> tuple:
+def parse_name_format(text: str, base_dir: str = "") -> tuple:
     """Parse a log-format name such as ``be_%[req.hdr(host),lower]`` (haproxy's dynamic
     ``use_backend`` names): literal text and ``%[<fetch>[,<converter>]...]`` samples.
 
@@ -604,7 +795,7 @@ def parse_name_format(text: str) -> tuple:
         if lit:
             parts.append("".join(lit).encode())
             lit = []
-        parts.append(parse_fetch(text[i + 2:end]))
+        parts.append(parse_fetch(text[i + 2:end], base_dir))
         i = end + 1
     if lit:
         parts.append("".join(lit).encode())

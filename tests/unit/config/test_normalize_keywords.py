@@ -1,5 +1,5 @@
-"""http-request normalize-uri, option accept-invalid-http-request through
-the loader: the model they give, and the exact "file:line: msg" of every refusal."""
+"""http-request normalize-uri, option accept-invalid-http-request and map converters
+through the loader: the model they give, and the exact "file:line: msg" of every refusal."""
 import pytest
 
 from splicer.config import loads
@@ -73,6 +73,13 @@ def test_option_accept_invalid_http_request():
      ["site.cfg:5: 'http-request normalize-uri path-strip-dotdot': unexpected argument 'ful' (only 'full')"]),
     ("    http-request normalize-uri fragment-strip if { paht / }\n    default_backend app\n",
      ["site.cfg:5: 'http-request normalize-uri': anonymous acl: unknown fetch method 'paht'; did you mean 'path'?"]),
+    ("    use_backend %[req.hdr(host),lower,map(hosts.map,app)]\n    default_backend app\n",
+     ["site.cfg:5: 'use_backend %[req.hdr(host),lower,map(hosts.map,app)]': cannot read map file 'hosts.map': "
+      "No such file or directory"]),
+    ("    acl api req.hdr(host),map(nope.map) -m found\n    default_backend app\n",
+     ["site.cfg:5: acl 'api': cannot read map file 'nope.map': No such file or directory"]),
+    ("    use_backend %[path,field(0,/)]\n    default_backend app\n",
+     ["site.cfg:5: 'use_backend %[path,field(0,/)]': converter 'field': index '0' must be a non-zero integer"]),
 ])
 def test_errors_are_exact(frontend, messages):
     assert errors(frontend) == messages
@@ -86,3 +93,14 @@ def test_option_accept_invalid_http_request_is_refused_in_a_backend():
     assert [str(e) for e in exc.value.errors] == [
         "site.cfg:10: 'option accept-invalid-http-request' is not allowed in backend 'be_api' "
         "(allowed in: defaults, frontend, listen)"]
+
+
+def test_map_files_are_read_relative_to_the_config_file(tmp_path):
+    (tmp_path / "hosts.map").write_text("# host -> backend\napi.example.com be_api\n")
+    cfg = load("    use_backend %[req.hdr(host),lower,map(hosts.map,app)]\n    default_backend app\n",
+               str(tmp_path / "site.cfg"))
+    from splicer.http.sample import RequestView
+    sw = switching_of(cfg.frontends[0], cfg.backends)
+    for host, want in ((b"API.example.com", "be_api"), (b"www.example.com", "app")):
+        v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"Host", host)])
+        assert sw.choose(v).backend == want
