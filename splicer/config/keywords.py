@@ -485,7 +485,7 @@ def _parse_use_backend(ctx: Context, args: Sequence[str]) -> None:
     dynamic = None
     if "%" in name:
         try:
-            dynamic = parse_name_format(name)
+            dynamic = parse_name_format(name, os.path.dirname(ctx.file))
         except SampleError as exc:
             raise ArgError(f"'use_backend {name}': {exc}") from None
     if name in ("if", "unless"):
@@ -1104,6 +1104,11 @@ OPTIONS: dict[str, Keyword] = {
                                doc_ref("option splice-response"), negatable=True),
     "redispatch": Keyword("option redispatch", BACK, _flag("redispatch", "redispatch"),
                           doc_ref("option redispatch"), negatable=True),
+    "accept-invalid-http-request": Keyword("option accept-invalid-http-request", FRONT,
+                                           _flag("accept-invalid-http-request",
+                                                 "accept_invalid_http_request"),
+                                           doc_ref("option accept-invalid-http-request"),
+                                           negatable=True),
     "http-buffer-request": Keyword("option http-buffer-request", PROXIES,
                                    _flag("http-buffer-request", "http_buffer_request"),
                                    doc_ref("option http-buffer-request"), negatable=True),
@@ -1123,7 +1128,7 @@ OPTIONS: dict[str, Keyword] = {
 """``option X`` sub-keywords."""
 
 HAPROXY_OPTIONS = frozenset({
-    "accept-invalid-http-request", "accept-invalid-http-response",
+    "accept-invalid-http-response",
     "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
     "external-check", "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server", "http-ignore-probes",

@@ -209,6 +209,9 @@ class Frontend:
             inherited; when neither proxy of a stream names one, splicer's measured default
             applies (runtime/route.py splice_policy). Derived: not part of equality.
         http_buffer_request: `option http-buffer-request` (the runtime ORs it with the backend's).
+        accept_invalid_http_request: `option accept-invalid-http-request`: a request-target
+            that stays ambiguous after the rules (http/normalize.py ambiguity) is forwarded
+            instead of refused with 400.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: the rules of its `http-request` / `http-response`
             lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule), in file
@@ -229,6 +232,7 @@ class Frontend:
     splice_auto: bool = False
     splice_named: bool = field(default=False, compare=False)
     http_buffer_request: bool = False
+    accept_invalid_http_request: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()

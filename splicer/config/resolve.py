@@ -323,6 +323,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         splice_auto=bool(_value(settings, "splice_auto", False)),
         splice_named=any(k in settings for k in _SPLICE_KEYS),
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
+        accept_invalid_http_request=bool(_value(settings, "accept_invalid_http_request", False)),
         errorfiles=_errorfiles(settings),
         http_request=_rules(section, "http_request", bound),
         http_response=_rules(section, "http_response", bound),

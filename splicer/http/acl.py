@@ -368,7 +368,7 @@ class AclExpr:
 
     def __post_init__(self) -> None:
         # one closure per line, compiled here: evaluating it is a fetch and set probes
-        fn, one = self.fetch.fn, self.matcher.test_one
+        fn, one = self.fetch.acl_fn or self.fetch.fn, self.matcher.test_one
 
         def test(view) -> bool:
             for s in fn(view):
@@ -427,7 +427,7 @@ def parse_acl_expr(words: Sequence[str], what: str, base_dir: str = "", file: st
         raise AclError(f"{what}: missing criterion (e.g. 'path_beg /static')")
     criterion = words[0]
     try:
-        fetch = smp.parse_fetch(criterion)
+        fetch = smp.parse_fetch(criterion, base_dir)
     except SampleError as exc:
         raise AclError(f"{what}: {exc}") from None
     method = None

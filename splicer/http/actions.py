@@ -35,6 +35,7 @@ import os
 from dataclasses import dataclass
 
 from splicer.http import errorpages
+from splicer.http.normalize import NormalizeError, NormalizeRule
 from splicer.http.rules import RuleError, parse_format, render
 
 LOCAL_ACTIONS = ("allow", "deny", "return", "redirect")
@@ -231,11 +232,18 @@ def _parse_redirect(args: list[str], cond, file: str, line: int) -> LocalRule:
                      append_slash=slash, file=file, line=line)
 
 
+BAD_REQUEST = LocalRule("deny", 400, default_errorfiles=True)
+"""The answer to a request refused for its target's spelling: a ``strict`` normalize-uri
+rule met an invalid escape, or the target stays ambiguous (normalize.ambiguity)."""
+
+
 def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
     """Evaluate a proxy's ``http-request`` rules in order.
 
     Args:
-        rules: the proxy's rules (header rules are skipped here).
+        rules: the proxy's rules (header rules are skipped here; a ``normalize-uri`` rule
+            whose condition holds rewrites view's target, which the later rules read and
+            the request is forwarded with).
         view: the request (sample.RequestView) the conditions read.
 
     Returns:
@@ -244,6 +252,13 @@ def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
         in which case the header rules from that index on do not run).
     """
     for i, r in enumerate(rules):
+        if type(r) is NormalizeRule:
+            if r.cond is None or r.cond(view):
+                try:
+                    view.set_target(r.fn(view.target))
+                except NormalizeError:
+                    return BAD_REQUEST, i
+            continue
         if not isinstance(r, LocalRule):
             continue
         if r.cond is not None and not r.cond(view):

@@ -305,9 +305,16 @@ def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     fields = list(ev.headers.raw_items())
     if len(fields) > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
+    hosts = 0
     for n, v in fields:
-        if n.lower() == b"host" and not _HOST.fullmatch(v):
-            raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
+        if n.lower() == b"host":
+            hosts += 1
+            if not _HOST.fullmatch(v):
+                raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
+    if hosts > 1:
+        # RFC 9112 section 3.2: a server MUST answer 400 to more than one Host field line;
+        # a rule and the origin could each read a different one
+        raise HeadError("more than one Host field", 400)
     target, fields = _request_target(ev.method, ev.target, fields)
     if ev.http_version == b"1.0" and any(n.lower() == b"transfer-encoding" for n, _ in fields):
         # RFC 9112 section 6.1: a 1.0 message with Transfer-Encoding has faulty framing
@@ -495,14 +502,14 @@ def forwarded_request(raw: bytes, req: RequestHead, client_ip: str | None,
     """forward_request_head(req, client_ip, forwarded) without header rules, memoized.
 
     Args:
-        raw: the head bytes `req` was parsed from (unchanged since: the caller edited none
-            of its attributes).
+        raw: the head bytes `req` was parsed from (unchanged since but for its target,
+            which a ``normalize-uri`` rule may have rewritten: it is part of the key).
 
     Without rules the forwarded head is a function of exactly the key (raw bytes, the
-    X-Forwarded-For address, the `option forwarded` tuple), so a head that comes again is
+    target, the X-Forwarded-For address, the `option forwarded` tuple), so a head that comes again is
     not built again (HeadMemo).
     """
-    key = (raw, client_ip, forwarded)
+    key = (raw, req.target, client_ip, forwarded)
     out = _FORWARDED_REQUESTS.get(key)
     if out is None:
         out = forward_request_head(req, client_ip, forwarded)

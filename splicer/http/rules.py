@@ -44,8 +44,9 @@ from splicer.http import headers as hdr
 ACTIONS = ("set-header", "add-header", "del-header")
 """Header actions of ``http-request`` and ``http-response``."""
 
-REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect")
-"""Every action ``http-request`` supports (the last four: http/actions.py)."""
+REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "normalize-uri")
+"""Every action ``http-request`` supports (allow, deny, return, redirect: http/actions.py;
+normalize-uri: http/normalize.py)."""
 
 HAPROXY_ACTIONS = frozenset({
     "add-acl", "auth", "cache-use", "capture", "del-acl", "del-map", "deny",
@@ -292,7 +293,8 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         side: "request" or "response".
 
     Returns:
-        A HeaderRule, or an actions.LocalRule for allow/deny/return/redirect; a condition's
+        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, or a
+        normalize.NormalizeRule for normalize-uri; a condition's
         ACL names are bound later (config/resolve.py).
 
     Raises:
@@ -323,6 +325,14 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
             raise RuleError(f"'{keyword} {action}': {exc}") from None
     if action in actions.LOCAL_ACTIONS:
         return actions.parse_action(action, args, condition(), base_dir, file, line)
+    if action == "normalize-uri":
+        from splicer.http.normalize import parse_normalize
+        try:
+            return parse_normalize(args, condition(), file, line)
+        except RuleError:
+            raise
+        except ValueError as exc:
+            raise RuleError(str(exc)) from None
     want = 1 if action == "del-header" else 2
     if action == "del-header" and "-m" in args:
         raise RuleError(f"'{keyword} del-header -m' is not supported")

@@ -17,12 +17,18 @@ HTTP samples (Layer 7)"):
   of the parameter. ``hdr(<name>,<occ>)`` gives only occurrence <occ> (1 = first, -1 =
   last). An ACL matches when any of them matches.
 - ``path`` is the target up to the first ``?`` (the origin-form path: the scheme and
-  authority of an absolute-form target are not part of it); ``query`` what follows the
+  authority of an absolute-form target are not part of it), compared as the origin reads
+  it (http/normalize.py rule_path: ``/%61dmin`` and ``//admin`` are ``/admin``), after
+  the ``normalize-uri`` rules before it; ``query`` what follows the
   first ``?`` (absent without one, empty after a bare ``?``); ``url`` the target exactly as
   the client sent it.
 - ACL derivatives (``hdr_beg``, ``path_end``, ``url_sub``...) are the base fetch with an
   implied matching method (DERIVATIVE_METHODS); a converter after one makes the method
   follow the converter's output type, as haproxy does.
+- In an ACL, a fetch of the Host field (``hdr(host)``, ``req.hdr(host)``, ``req.fhdr(host)``
+  and their derivatives) also offers each value without its port and trailing dots
+  (normalize.canonical_host), so ``hdr(host) -i admin.example.com`` matches
+  ``Admin.example.com.:80`` too; outside ACLs the fetch gives the field as sent.
 - Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
 """
 from __future__ import annotations
@@ -31,6 +37,9 @@ import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+
+from splicer.http.normalize import canonical_host, rule_path
 
 STR, INT, IP, BOOL = "str", "int", "ip", "bool"
 """Sample types (haproxy: string, integer, ip, boolean)."""
@@ -103,13 +112,40 @@ class RequestView:
         return got
 
     def path(self) -> bytes:
-        """The target up to its first '?' (cached)."""
+        """The target up to its first '?', in the form rules compare (normalize.rule_path:
+        escapes of unreserved characters decoded, runs of '/' merged), cached."""
         p = self._path
         if p is None:
             t = self.target
             q = t.find(b"?")
-            p = self._path = t if q < 0 else t[:q]
+            p = t if q < 0 else t[:q]
+            if b"%" in p or b"//" in p:
+                p = rule_path(p)
+            self._path = p
         return p
+
+    def rule_url(self) -> bytes:
+        """The ``url`` rules compare: the target as sent, its path in the form path() gives
+        (the scheme and authority of an absolute-form target kept)."""
+        u, t = self.url, self.target
+        q = t.find(b"?")
+        raw = t if q < 0 else t[:q]
+        p = self.path()
+        if p is raw or p == raw or not u.endswith(t):
+            return u
+        return u[:len(u) - len(t)] + p + t[len(raw):]
+
+    def set_target(self, target: bytes) -> None:
+        """Take the target a ``normalize-uri`` rule rewrote: the later rules' fetches read
+        it (``url`` too, whose scheme and authority of an absolute-form target stay)."""
+        if target == self.target:
+            return
+        if self.url == self.target:
+            self.url = target
+        elif self.url.endswith(self.target):
+            self.url = self.url[:len(self.url) - len(self.target)] + target
+        self.target = target
+        self._path = None
 
     def src_ip(self):
         """The client address as an ipaddress object (None when it is not an IP)."""
@@ -147,6 +183,8 @@ class Fetch:
         fn: RequestView -> list of samples (empty: absent).
         last: outside ACLs (a log-format ``%[...]``) the fetch gives its last sample (the
             header and cookie fetches: haproxy "returns the last occurrence"), else its first.
+        acl_fn: what an ACL iterates instead of fn (None: fn): a Host fetch adds the
+            canonical host of each value.
     """
 
     expr: str
@@ -155,6 +193,7 @@ class Fetch:
     derivative: bool
     fn: Callable
     last: bool = False
+    acl_fn: Callable | None = None
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -393,7 +432,7 @@ FETCHES: dict[str, Callable] = {
     "url_param": _fetch_urlp, "urlp": _fetch_urlp, "urlp_val": _fetch_urlp,
     "path": _simple(STR, _path),
     "query": _simple(STR, _query),
-    "url": _simple(STR, lambda v: [v.url]),
+    "url": _simple(STR, lambda v: [v.rule_url()]),
     "method": _simple(STR, lambda v: [v.method]),
     "req.ver": _simple(STR, _ver), "req_ver": _simple(STR, _ver),
     "src": _simple(IP, lambda v: [ip] if (ip := v.src_ip()) is not None else []),
@@ -423,8 +462,200 @@ def _upper(values: list) -> list:
     return [v.upper() for v in values]
 
 
-CONVERTERS: dict[str, tuple[str, Callable]] = {"lower": (STR, _lower), "upper": (STR, _upper)}
-"""Converter name -> (output type, samples -> samples); each takes STR samples."""
+def _conv_case(name, args, base_dir):
+    if args:
+        raise SampleError(f"converter '{name}' takes no argument")
+    return STR, _lower if name == "lower" else _upper
+
+
+def _conv_map(name, args, base_dir):
+    if not 1 <= len(args) <= 2 or not args[0]:
+        raise SampleError(f"converter '{name}' expects a map file: {name}(<file>[,<default>])")
+    table = load_map(args[0], base_dir, "str" if name == "map" else name[4:])
+    default = args[1].encode("utf-8") if len(args) == 2 else None
+
+    def conv(values: list) -> list:
+        out = []
+        for v in values:
+            got = table.lookup(v)
+            if got is None:
+                got = default
+            if got is not None:
+                out.append(got)
+        return out
+    return STR, conv
+
+
+def _index_args(name, args):
+    if not 2 <= len(args) <= 3:
+        raise SampleError(f"converter '{name}' expects {name}(<index>,<delimiters>[,<count>])")
+    if not re.fullmatch(r"-?[0-9]+", args[0].strip()) or int(args[0]) == 0:
+        raise SampleError(f"converter '{name}': index '{args[0]}' must be a non-zero integer")
+    if not args[1]:
+        raise SampleError(f"converter '{name}': delimiters must not be empty")
+    count = 1
+    if len(args) == 3:
+        if not re.fullmatch(r"[0-9]+", args[2].strip()):
+            raise SampleError(f"converter '{name}': count '{args[2]}' must be an integer >= 0")
+        count = int(args[2])
+    return int(args[0]), re.compile(b"[" + re.escape(args[1].encode("latin-1")) + b"]"), count
+
+
+def _conv_field(name, args, base_dir):
+    idx, delims, count = _index_args(name, args)
+    word = name == "word"
+
+    def pick(v: bytes) -> bytes:
+        if word:  # runs of delimiters separate like one, and make no empty word
+            spans = [m.span() for m in re.finditer(b"[^" + delims.pattern[1:] + b"+", v)]
+        else:
+            spans, start = [], 0
+            for m in delims.finditer(v):
+                spans.append((start, m.start()))
+                start = m.end()
+            spans.append((start, len(v)))
+        n = len(spans)
+        if idx > 0:
+            first = idx - 1
+            last = n if count == 0 else min(n, first + count)
+        else:
+            last = n + idx + 1
+            first = 0 if count == 0 else max(0, last - count)
+        if first >= n or last <= 0 or first >= last:
+            return b""
+        return v[spans[first][0]:spans[last - 1][1]]
+    return STR, lambda values: [pick(v) for v in values]
+
+
+def _conv_regsub(name, args, base_dir):
+    if not 2 <= len(args) <= 3 or not args[0]:
+        raise SampleError("converter 'regsub' expects regsub(<regex>,<subst>[,<flags>])")
+    flags = args[2] if len(args) == 3 else ""
+    if set(flags) - {"i", "g"}:
+        raise SampleError(f"converter 'regsub': unknown flags '{flags}' (supported: i, g)")
+    try:
+        rx = re.compile(args[0].encode("utf-8"), re.I if "i" in flags else 0)
+    except re.error as exc:
+        raise SampleError(f"converter 'regsub': invalid regex '{args[0]}': {exc}") from None
+    subst = args[1].encode("utf-8")
+    parts = re.split(rb"\\([0-9])", subst)  # literal, group number, literal, ...
+    if any(int(g) > rx.groups for g in parts[1::2]):
+        raise SampleError(f"converter 'regsub': '{args[1]}' refers to a group the regex does not have")
+
+    def repl(m: re.Match) -> bytes:
+        return b"".join(p if i % 2 == 0 else (m.group(int(p)) or b"") for i, p in enumerate(parts))
+    count = 0 if "g" in flags else 1
+    return STR, lambda values: [rx.sub(repl, v, count=count) for v in values]
+
+
+CONVERTERS: dict[str, Callable] = {
+    "lower": _conv_case, "upper": _conv_case,
+    "map": _conv_map, "map_str": _conv_map, "map_beg": _conv_map, "map_end": _conv_map,
+    "map_dom": _conv_map, "map_reg": _conv_map,
+    "field": _conv_field, "word": _conv_field,
+    "regsub": _conv_regsub,
+}
+"""Converter name -> builder(name, args, base_dir) returning (output type, samples ->
+samples); each takes STR samples (haproxy 7.3.1 "Converters")."""
+
+
+class MapTable:
+    """A map file compiled for one matching method (haproxy 7.3.1 "map"): what
+    lookup(sample) returns is the value of the first line, in file order, whose key
+    matches, or None.
+
+    Args:
+        entries: (key, value) pairs in file order.
+        method: "str" (exact, a dict), "beg" / "end" (a prefix / suffix of the sample; a
+            dict per key length), "dom" (the key is a run of the sample's labels, split at
+            '/', '?', '.', ':'), "reg" (the key is a regex searched in the sample).
+    """
+
+    __slots__ = ("method", "exact", "by_len", "lens", "regs")
+
+    def __init__(self, entries: list[tuple[bytes, bytes]], method: str) -> None:
+        self.method = method
+        self.exact: dict[bytes, tuple[int, bytes]] = {}
+        self.by_len: dict[int, dict[bytes, tuple[int, bytes]]] = {}
+        self.regs: list[tuple[re.Pattern, bytes]] = []
+        for i, (k, v) in enumerate(entries):
+            if method == "reg":
+                self.regs.append((re.compile(k), v))
+            elif method in ("beg", "end"):
+                self.by_len.setdefault(len(k), {}).setdefault(k, (i, v))
+            else:
+                self.exact.setdefault(k, (i, v))
+        self.lens = sorted(self.by_len)
+
+    def lookup(self, sample: bytes) -> bytes | None:
+        m = self.method
+        if m == "str":
+            got = self.exact.get(sample)
+            return None if got is None else got[1]
+        if m == "reg":
+            for rx, v in self.regs:
+                if rx.search(sample):
+                    return v
+            return None
+        best = None
+        if m in ("beg", "end"):
+            n = len(sample)
+            for k in self.lens:
+                if k > n:
+                    break
+                got = self.by_len[k].get(sample[:k] if m == "beg" else sample[n - k:])
+                if got is not None and (best is None or got[0] < best[0]):
+                    best = got
+            return None if best is None else best[1]
+        # dom: every run of whole labels
+        bounds = [0] + [j + 1 for j, c in enumerate(sample) if c in _DOM_DELIMS]
+        ends = [j for j, c in enumerate(sample) if c in _DOM_DELIMS] + [len(sample)]
+        for a in bounds:
+            for b in ends:
+                if b > a:
+                    got = self.exact.get(sample[a:b])
+                    if got is not None and (best is None or got[0] < best[0]):
+                        best = got
+        return None if best is None else best[1]
+
+
+_DOM_DELIMS = frozenset(b"/?.:")
+
+
+def load_map(path: str, base_dir: str, method: str) -> MapTable:
+    """Read a map file once, at load: one ``<key> <value>`` per line (the value is the rest
+    of the line after the blanks that follow the key), ``#`` comment lines and blank lines
+    skipped; compiled for `method` (MapTable).
+
+    Args:
+        path: as written in the converter; a relative one is read from base_dir (the
+            configuration file's directory).
+
+    Raises:
+        SampleError: the file cannot be read, or (map_reg) a key is not a valid regex.
+    """
+    import os
+
+    full = path if os.path.isabs(path) else os.path.join(base_dir or ".", path)
+    try:
+        with open(full, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise SampleError(f"cannot read map file '{path}': {exc.strerror}") from None
+    entries = []
+    for n, line in enumerate(data.splitlines(), 1):
+        line = line.strip(b" \t\r")
+        if not line or line.startswith(b"#"):
+            continue
+        parts = line.split(None, 1)
+        key, value = parts[0], (parts[1].strip(b" \t") if len(parts) > 1 else b"")
+        if method == "reg":
+            try:
+                re.compile(key)
+            except re.error as exc:
+                raise SampleError(f"map file '{path}' line {n}: invalid regex '{key.decode('latin-1')}': {exc}") from None
+        entries.append((key, value))
+    return MapTable(entries, method)
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -454,12 +685,13 @@ def _call(step: str) -> tuple[str, list[str]]:
     return name, ([] if inner == "" else inner.split(","))
 
 
-def parse_fetch(expr: str) -> Fetch:
+def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     """Compile a fetch expression with its converters.
 
     Args:
         expr: e.g. ``"path"``, ``"hdr_beg(host)"``, ``"req.hdr(x-forwarded-for,-1)"``,
-            ``"req.hdr(host),lower"``.
+            ``"req.hdr(host),lower,map(hosts.map,default)"``.
+        base_dir: directory relative map files are read from (the config file's).
 
     Returns:
         The Fetch (its type and default matching method included).
@@ -488,27 +720,50 @@ def parse_fetch(expr: str) -> Fetch:
     if name == "req.body_announced":
         raise SampleError(f"unknown fetch method '{name}'")  # internal: REQ_CONTENT only
     kind, fn = builder(name, args)
+    acl_fn = None
+    if name in _HOST_FETCHES and kind == STR and args and args[0].strip().lower() == "host":
+        acl_fn = _with_canonical_host(fn)
     for step in steps[1:]:
         cname, cargs = _call(step.strip())
         conv = CONVERTERS.get(cname)
         if conv is None:
             raise SampleError(f"unknown converter '{cname}' in '{expr}' (supported: {', '.join(CONVERTERS)})")
-        if cargs:
-            raise SampleError(f"converter '{cname}' takes no argument")
         if kind != STR:
             raise SampleError(f"converter '{cname}' expects a string, '{steps[0]}' gives {kind}")
-        kind, conv_fn = conv
+        kind, conv_fn = conv(cname, cargs, base_dir)
         fn = _chain(fn, conv_fn)
+        if acl_fn is not None:
+            acl_fn = _chain(acl_fn, conv_fn)
         method = ""  # haproxy: a converter after a derivative makes its implied method void
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE)
+                 name in _LAST_OCCURRENCE, acl_fn)
+
+
+_HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
+
+
+def _with_canonical_host(fn: Callable) -> Callable:
+    canon = lru_cache(maxsize=1024)(canonical_host)
+
+    def run(view):
+        values = fn(view)
+        out = None
+        for v in values:
+            c = canon(v)
+            if c is not v and c != v:
+                if out is None:
+                    out = list(values)
+                if c not in out:
+                    out.append(c)
+        return values if out is None else out
+    return run
 
 
 _LAST_OCCURRENCE = frozenset({"hdr", "req.hdr", "res.hdr", "shdr", "req.fhdr", "hdr_val", "req.hdr_val",
                               "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_val", "cook_val"})
 
 
-def parse_name_format(text: str) -> tuple:
+def parse_name_format(text: str, base_dir: str = "") -> tuple:
     """Parse a log-format name such as ``be_%[req.hdr(host),lower]`` (haproxy's dynamic
     ``use_backend`` names): literal text and ``%[<fetch>[,<converter>]...]`` samples.
 
@@ -540,7 +795,7 @@ def parse_name_format(text: str) -> tuple:
         if lit:
             parts.append("".join(lit).encode())
             lit = []
-        parts.append(parse_fetch(text[i + 2:end]))
+        parts.append(parse_fetch(text[i + 2:end], base_dir))
         i = end + 1
     if lit:
         parts.append("".join(lit).encode())

@@ -59,6 +59,9 @@ class FrontendRT:
             request goes to the default backend without any rule to evaluate.
         fe_errorpages: the frontend's own `errorfile` pages (for answers given before a
             backend was chosen).
+        strict_uri: a request whose target is ambiguous (http/normalize.py ambiguity) is
+            refused with 400 (not with `option accept-invalid-http-request`); with a
+            Switching, its choose() checks it after the rules.
     """
 
     def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend | None) -> None:
@@ -80,6 +83,7 @@ class FrontendRT:
                       else route_of(g, model, BackendModel(name="", mode=model.mode)))
         self.switching = switching_of(model, proxy.config.backends) if model.mode == "http" else None
         self.fe_errorpages = MappingProxyType(dict(model.errorfiles))
+        self.strict_uri = not model.accept_invalid_http_request
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0

@@ -20,7 +20,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from splicer.config.model import Backend, Frontend, Global
-from splicer.http.actions import LocalRule, first_local
+from splicer.http.actions import BAD_REQUEST, LocalRule, first_local
+from splicer.http.normalize import NormalizeRule, ambiguity
 from splicer.http.rules import HeaderRule
 from splicer.http.sample import render_name
 from splicer.runtime.transfer import SplicePolicy
@@ -157,17 +158,23 @@ class Switching:
         default: the default_backend's name (None: none).
         be_rules: {backend name: its http-request rules} for every backend it may pick
             (every backend of the frontend's mode when a use_backend name is dynamic).
+        strict: refuse with 400 a request to forward whose target, after the rules, is
+            still ambiguous (http/normalize.py ambiguity); False with
+            ``option accept-invalid-http-request``.
     """
 
     fe_rules: tuple
     use_backend: tuple
     default: str | None
     be_rules: Mapping[str, tuple]
+    strict: bool = True
 
     def choose(self, view) -> Decision:
         """Run the frontend's http-request actions, its use_backend rules (the first whose
         condition holds wins, else default_backend), then the backend's http-request
-        actions, on the request's view (http/sample.py RequestView). haproxy 4.2
+        actions, on the request's view (http/sample.py RequestView); ``normalize-uri``
+        rules rewrite view.target as they come, and a target still ambiguous at the end is
+        answered with 400 (actions.BAD_REQUEST) unless not strict. haproxy 4.2
         "use_backend": the rules are evaluated in order after the frontend's http-request
         rules; a dynamic name that names no backend of the frontend's mode stops the
         evaluation and sends the request to the default_backend (haproxy 4.2)."""
@@ -188,11 +195,16 @@ class Switching:
             return Decision(None, None, cut_fe, 0)
         be_rules = self.be_rules[name]
         rule, cut_be = first_local(be_rules, view)
+        if rule is None and self.strict and ambiguity(view.target) is not None:
+            # what the rules let through stays ambiguous: never forwarded, and counted on
+            # the frontend only (it reaches no backend)
+            return Decision(BAD_REQUEST, None, cut_fe, cut_be)
         return Decision(rule, name, cut_fe, cut_be)
 
 
 def _decides(rules: tuple) -> bool:
-    return any(isinstance(r, LocalRule) or getattr(r, "cond", None) is not None for r in rules)
+    return any(isinstance(r, (LocalRule, NormalizeRule)) or getattr(r, "cond", None) is not None
+               for r in rules)
 
 
 def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | None:
@@ -211,7 +223,7 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
         return None
     return Switching(tuple(fe.http_request),
                      tuple((r.cond, r.backend if r.dynamic is None else r.dynamic) for r in fe.use_backend),
-                     fe.default_backend, MappingProxyType(be_rules))
+                     fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request)
 
 
 def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:

@@ -33,6 +33,7 @@ from splicer.http import actions
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError, head_complete, parse_request
+from splicer.http.normalize import ambiguity
 from splicer.http.rules import Message, StreamInfo
 from splicer.http.sample import RequestView
 from splicer.http.termination import Cause, Phase, Termination
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     from splicer.runtime.proxy import FrontendRT
 
 log = logging.getLogger("splicer")
+
+_REFUSED = Decision(actions.BAD_REQUEST, None, 0, 0)
+"""A frontend without a Switching refuses an ambiguous request-target with this."""
 
 LINGER = 1.0
 """Seconds a closing client connection with unread bytes is drained before the close."""
@@ -149,10 +153,13 @@ class HttpSession:
                 return
             self.fe.counters.req_tot += 1
             if self.fe.switching is not None:
-                d = self._switch(req, head)
+                d, req = self._switch(req, head)
                 if d.rule is not None or d.backend is None:
                     self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
                     return
+            elif self.fe.strict_uri and ambiguity(req.target) is not None:
+                self.spawn(self._answer_locally(req, head, _REFUSED))
+                return
             self.be.counters.req_tot += 1
             stream = Stream(self, req, head)
             if not stream.start_fast():
@@ -336,9 +343,11 @@ class HttpSession:
             return False
         fe.counters.req_tot += 1
         if fe.switching is not None:
-            d = self._switch(req, head)
+            d, req = self._switch(req, head)
             if d.rule is not None or d.backend is None:
                 return await self._answer_locally(req, head, d)
+        elif fe.strict_uri and ambiguity(req.target) is not None:
+            return await self._answer_locally(req, head, _REFUSED)
         self.be.counters.req_tot += 1
         return await self._run_stream(Stream(self, req, head))
 
@@ -356,15 +365,21 @@ class HttpSession:
         return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
                            self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv)
 
-    def _switch(self, req, raw: bytes) -> Decision:
+    def _switch(self, req, raw: bytes) -> tuple[Decision, object]:
         """Run the frontend's deciding rules on this request (route.Switching.choose) and
         take the chosen backend's Route for the stream (precomputed at load, one per
-        frontend and backend pair: nothing is merged here). Sets view and rules_in."""
+        frontend and backend pair: nothing is merged here). Sets view and rules_in.
+        Returns the decision and the request to forward: a copy with the target the
+        ``normalize-uri`` rules rewrote, or `req` itself (parse_request's memoized heads
+        are never changed)."""
         fe = self.fe
         sw = fe.switching
         view = self.request_view(req, raw)
         d = sw.choose(view)
         self.view = view
+        if view.target is not req.target:
+            req = req.copy()
+            req.target = view.target
         if d.backend is not None:
             self.be, route = fe.routes[d.backend]
             be_rules = sw.be_rules[d.backend]
@@ -375,7 +390,7 @@ class HttpSession:
             self.rules_in = sw.fe_rules[:d.cut_fe] + be_rules[:d.cut_be]
         else:
             self.rules_in = route.request_rules
-        return d
+        return d, req
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
         """Answer a request without a server: the http-request rule d.rule (deny, return,

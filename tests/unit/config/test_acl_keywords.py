@@ -107,7 +107,8 @@ backend app
      ["site.cfg:5: frontend 'www': use_backend 'www' is a frontend, not a backend"]),
     ("    use_backend be_%[req.hdr(host),lowr]\n",
      ["site.cfg:5: 'use_backend be_%[req.hdr(host),lowr]': unknown converter 'lowr' in 'req.hdr(host),lowr' "
-      "(supported: lower, upper)"]),
+      "(supported: lower, upper, map, map_str, map_beg, map_end, map_dom, "
+     "map_reg, field, word, regsub)"]),
     ("    use_backend be_%[path\n",
      ["site.cfg:5: 'use_backend be_%[path': unclosed '%[' in 'be_%[path'"]),
     ("    use_backend be_%h\n",

@@ -51,7 +51,8 @@ def test_sections_follow_haproxy_matrix():
     assert OPTIONS["redispatch"].sections == {"defaults", "listen", "backend"}
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
-        "http-buffer-request", "abortonclose", "allbackups", "persist"}
+        "http-buffer-request", "abortonclose", "allbackups", "persist",
+        "accept-invalid-http-request"}
 
 
 def test_keywords_for_a_section():

@@ -136,7 +136,7 @@ def test_unnamed_and_named_defaults_are_accepted():
     ("listen lb", "sever s1 1.2.3.4:80",
      "unknown keyword 'sever' in listen 'lb'; did you mean 'server'?"),
     ("backend web", "http-request tarpit",
-     "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
+     "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
     ("backend web", "stick-table type ip", "unknown keyword 'stick-table' in backend 'web'"),
 ])
 def test_unknown_keyword_suggests_a_keyword_of_that_section(section, line, message):

@@ -106,9 +106,9 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
 
 
 @pytest.mark.parametrize("words, message", [
-    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
-    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
-    (["tarpit"], "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect)"),
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
+    (["tarpit"], "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
     (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
     (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
                                " (quote a value that holds spaces)"),

@@ -100,7 +100,8 @@ def test_types_and_implied_methods(expr, type_, method, derivative):
     ("hdr(a,1,2)", "fetch 'hdr' takes at most 2 argument(s)"),
     ("hdr(a", "missing ')' in 'hdr(a'"),
     ("nbsrv", "fetch 'nbsrv' expects a backend name: nbsrv(<backend>)"),
-    ("path,lowr", "unknown converter 'lowr' in 'path,lowr' (supported: lower, upper)"),
+    ("path,lowr", "unknown converter 'lowr' in 'path,lowr' (supported: lower, upper, map, map_str, "
+     "map_beg, map_end, map_dom, map_reg, field, word, regsub)"),
     ("src,lower", "converter 'lower' expects a string, 'src' gives ip"),
     ("urlp(a,b,c)", "fetch 'urlp': third argument must be 'i', got 'c'"),
     ("req.body_announced", "unknown fetch method 'req.body_announced'"),
@@ -120,3 +121,117 @@ def test_log_format_text_takes_the_last_header_value_and_the_first_parameter():
     assert parse_fetch("src_port").text(v) == b"40000"
     assert parse_fetch("hdr(none)").text(v) == b""
     assert render_name(parse_name_format("be_%[hdr(host),lower]_%%"), v) == b"be_www.example.com:8080_%"
+
+
+# -- converters: map*, field, word, regsub (haproxy 7.3.1) ----------------------------------
+
+MAP = """# routing map
+www.example.com   be_www
+  api.example.com\tbe_api  second word
+
+example.com be_dom
+/static be_static
+/st be_st
+.jpg be_img
+^/v[0-9]+/ be_ver
+WWW.EXAMPLE.COM be_upper
+"""
+
+
+@pytest.fixture
+def mapdir(tmp_path):
+    (tmp_path / "routes.map").write_text(MAP)
+    return str(tmp_path)
+
+
+def one(expr: str, base_dir: str, value: bytes, name: bytes = b"X") -> list:
+    v = RequestView(b"GET", value, value, b"1.1", [(name, value)])
+    return parse_fetch(f"req.hdr({name.decode()}),{expr}", base_dir)(v)
+
+
+@pytest.mark.parametrize("expr, value, out", [
+    ("map(routes.map)", b"www.example.com", [b"be_www"]),
+    ("map(routes.map)", b"api.example.com", [b"be_api  second word"]),
+    ("map(routes.map)", b"WWW.EXAMPLE.COM", [b"be_upper"]),       # case-sensitive, as haproxy
+    ("map(routes.map)", b"nope", []),                             # no default: absent
+    ("map(routes.map,fallback)", b"nope", [b"fallback"]),
+    ("map_str(routes.map,-)", b"example.com", [b"be_dom"]),
+    ("map_str(routes.map,-)", b"# routing", [b"-"]),               # comments are no keys
+    ("map_beg(routes.map,-)", b"/static/a.css", [b"be_static"]),  # first in file order
+    ("map_beg(routes.map,-)", b"/stx", [b"be_st"]),
+    ("map_beg(routes.map,-)", b"/s", [b"-"]),
+    ("map_end(routes.map,-)", b"/a/b.jpg", [b"be_img"]),
+    ("map_end(routes.map,-)", b"/a/b.jpeg", [b"-"]),
+    ("map_dom(routes.map,-)", b"a.b.example.com:8080", [b"be_dom"]),
+    ("map_dom(routes.map,-)", b"www.example.com", [b"be_www"]),     # line 1 before example.com
+    ("map_dom(routes.map,-)", b"myexample.com", [b"-"]),
+    ("map_reg(routes.map,-)", b"/v12/x", [b"be_ver"]),
+    ("map_reg(routes.map,-)", b"/vx/x", [b"-"]),
+    ("lower,map(routes.map,-)", b"WWW.Example.com", [b"be_www"]),
+])
+def test_map_converters(mapdir, expr, value, out):
+    assert one(expr, mapdir, value) == out
+
+
+def test_map_is_read_once_at_load(mapdir, tmp_path):
+    fetch = parse_fetch("req.hdr(x),map(routes.map,-)", mapdir)
+    (tmp_path / "routes.map").write_text("www.example.com changed\n")
+    v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"X", b"www.example.com")])
+    assert fetch(v) == [b"be_www"]
+
+
+def test_a_large_map_is_looked_up_by_key(tmp_path):
+    (tmp_path / "big.map").write_text("".join(f"host{i}.example.com be{i % 7}\n" for i in range(10000)))
+    fetch = parse_fetch("req.hdr(host),lower,map(big.map,none)", str(tmp_path))
+    v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"Host", b"HOST9999.example.com")])
+    assert fetch(v) == [b"be3"]
+    assert fetch.text(v) == b"be3"
+
+
+@pytest.mark.parametrize("expr, out", [
+    ("field(1,_)", b"f1"), ("field(4,_)", b""), ("field(5,_)", b"f5"), ("field(6,_)", b""),
+    ("field(2,_,0)", b"f2_f3__f5"), ("field(2,_,2)", b"f2_f3"), ("field(-2,_,3)", b"f2_f3_"),
+    ("field(-3,_,0)", b"f1_f2_f3"), ("field(-1,_)", b"f5"), ("field(3,_3)", b"f"),
+    ("word(4,_)", b"f5"), ("word(2,_,0)", b"f2_f3__f5"), ("word(3,_,2)", b"f3__f5"),
+    ("word(-2,_,3)", b"f1_f2_f3"), ("word(-3,_,0)", b"f1_f2"), ("word(5,_)", b""),
+    ("regsub(_,-)", b"f1-f2_f3__f5"), ("regsub(_,-,g)", b"f1-f2-f3--f5"),
+    ("regsub(F(.),<\\1>,ig)", b"<1>_<2>_<3>__<5>"), ("regsub(^f1_,)", b"f2_f3__f5"),
+    ("regsub(_+,.,g)", b"f1.f2.f3.f5"),
+])
+def test_field_word_regsub(expr, out):
+    assert one(expr, "", b"f1_f2_f3__f5") == [out]
+
+
+def test_converters_in_a_dynamic_use_backend_name(mapdir):
+    from splicer.http.sample import parse_name_format, render_name
+    parts = parse_name_format("%[req.hdr(host),lower,word(1,:),map(routes.map,be_default)]", mapdir)
+    for host, want in ((b"WWW.example.com:8080", b"be_www"), (b"other", b"be_default")):
+        v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"Host", host)])
+        assert render_name(parts, v) == want
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("map(missing.map)", "cannot read map file 'missing.map': No such file or directory"),
+    ("map", "converter 'map' expects a map file: map(<file>[,<default>])"),
+    ("map_beg(a,b,c)", "converter 'map_beg' expects a map file: map_beg(<file>[,<default>])"),
+    ("field(0,_)", "converter 'field': index '0' must be a non-zero integer"),
+    ("field(x,_)", "converter 'field': index 'x' must be a non-zero integer"),
+    ("word(1)", "converter 'word' expects word(<index>,<delimiters>[,<count>])"),
+    ("word(1,)", "converter 'word': delimiters must not be empty"),
+    ("field(1,_,-1)", "converter 'field': count '-1' must be an integer >= 0"),
+    ("regsub(a)", "converter 'regsub' expects regsub(<regex>,<subst>[,<flags>])"),
+    ("regsub(a,b,x)", "converter 'regsub': unknown flags 'x' (supported: i, g)"),
+    ("regsub(a,\\1)", "converter 'regsub': '\\1' refers to a group the regex does not have"),
+    ("lower(1)", "converter 'lower' takes no argument"),
+])
+def test_bad_converters(tmp_path, expr, message):
+    with pytest.raises(SampleError) as exc:
+        parse_fetch("path," + expr, str(tmp_path))
+    assert str(exc.value) == message
+
+
+def test_bad_map_regex(tmp_path):
+    (tmp_path / "r.map").write_text("# c\nok a\n([ b\n")
+    with pytest.raises(SampleError) as exc:
+        parse_fetch("path,map_reg(r.map)", str(tmp_path))
+    assert str(exc.value).startswith("map file 'r.map' line 3: invalid regex '([': ")
