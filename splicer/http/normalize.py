@@ -306,6 +306,9 @@ def ambiguity(target: bytes) -> str | None:
         (``.`` or ``..``, escaped or not, ``;`` parameters ignored), ``;`` parameters on an
         empty segment.
     """
+    if (b"%" not in target and b"/." not in target and b";" not in target and b"#" not in target
+            and b"\\" not in target and target[:1] != b"."):
+        return None  # the common target: none of what follows can apply (a dot segment needs "/.")
     if b"#" in target:
         return "fragment in the request-target"
     q = target.find(b"?")
