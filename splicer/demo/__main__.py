@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,6 +94,8 @@ def main(argv=None) -> int:
     make_file(os.path.join(root, "small"), 1 << 20)
 
     procs = []
+    ok = False
+    log_path = None
     try:
         for s in servers:
             p = subprocess.Popen([sys.executable, "-m", "splicer.demo.origin", "--host", s.host, "--port",
@@ -147,11 +150,16 @@ def main(argv=None) -> int:
                 p.wait(5)
             except subprocess.TimeoutExpired:
                 p.kill()
-        for name in ("big", "small"):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
+        if ok:
+            shutil.rmtree(root, ignore_errors=True)  # nothing left behind after a good run
+        else:
+            for name in ("big", "small"):
+                try:
+                    os.unlink(os.path.join(root, name))
+                except OSError:
+                    pass
+            if log_path is not None:
+                print(f"demo: splicer's log is kept in {log_path}")
 
 
 if __name__ == "__main__":
