@@ -234,3 +234,23 @@ class KeepAliveOrigin(ThreadedServer):
             pass
         finally:
             c.close()
+
+
+RULES_DEFAULTS = """
+global
+    nbthread 1
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+    timeout http-request 5s
+    timeout http-keep-alive 5s
+"""
+"""The global and defaults sections the rule and routing tests put above their proxies."""
+
+
+def named_origin(name: bytes) -> KeepAliveOrigin:
+    """An origin answering every request with 200 and its name as the body."""
+    return KeepAliveOrigin(lambda c, r, head: (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                                               % (len(name), name), False))

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.helpers import KeepAliveOrigin, exchange, free_port
+from tests.e2e.helpers import RULES_DEFAULTS, KeepAliveOrigin, exchange, free_port
 
-DEFAULTS = """
-global
-    nbthread 1
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-    timeout http-request 5s
-    timeout http-keep-alive 5s
-"""
+DEFAULTS = RULES_DEFAULTS
 
 DENY = """
     http-request deny if { path_beg /admin }

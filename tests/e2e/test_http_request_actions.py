@@ -6,20 +6,9 @@ from __future__ import annotations
 
 import socket
 
-from tests.e2e.helpers import KeepAliveOrigin, exchange, free_port, recv_all, read_response
+from tests.e2e.helpers import RULES_DEFAULTS, KeepAliveOrigin, exchange, free_port, recv_all, read_response
 
-DEFAULTS = """
-global
-    nbthread 1
-    tune.bufsize 16384
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-    timeout http-request 5s
-    timeout http-keep-alive 5s
-"""
+DEFAULTS = RULES_DEFAULTS.replace("    nbthread 1\n", "    nbthread 1\n    tune.bufsize 16384\n")
 
 FORBIDDEN = (b"HTTP/1.1 403 Forbidden\r\ncontent-length: 93\r\ncache-control: no-cache\r\n"
              b"content-type: text/html\r\n\r\n<html><body><h1>403 Forbidden</h1>\n"

@@ -4,25 +4,10 @@ does not know, or a name that is no backend, goes to the default_backend; field/
 shape the key. The origins count exactly what each received."""
 from __future__ import annotations
 
-from tests.e2e.helpers import KeepAliveOrigin, exchange, free_port
+from tests.e2e.helpers import RULES_DEFAULTS, exchange, free_port
+from tests.e2e.helpers import named_origin as origin
 
-DEFAULTS = """
-global
-    nbthread 1
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-    timeout http-request 5s
-    timeout http-keep-alive 5s
-"""
-
-
-def origin(name: bytes) -> KeepAliveOrigin:
-    def script(c, r, head):
-        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(name), name), False
-    return KeepAliveOrigin(script)
+DEFAULTS = RULES_DEFAULTS
 
 
 def body(resp: bytes) -> bytes:

@@ -9,25 +9,10 @@ from __future__ import annotations
 import json
 import socket
 
-from tests.e2e.helpers import KeepAliveOrigin, exchange, free_port, head_values, read_response
+from tests.e2e.helpers import RULES_DEFAULTS, exchange, free_port, head_values, read_response
+from tests.e2e.helpers import named_origin as named
 
-DEFAULTS = """
-global
-    nbthread 1
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-    timeout http-request 5s
-    timeout http-keep-alive 5s
-"""
-
-
-def named(name: bytes) -> KeepAliveOrigin:
-    """An origin answering every request with 200 and its name as the body."""
-    return KeepAliveOrigin(lambda c, r, head: (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
-                                               % (len(name), name), False))
+DEFAULTS = RULES_DEFAULTS
 
 
 def get(port: int, target: bytes = b"/", host: bytes = b"www.example", method: bytes = b"GET",

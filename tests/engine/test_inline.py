@@ -23,6 +23,12 @@ BUDGET = 4 * MiB  # SPL_INLINE_BUDGET
 PIPE = 64 << 10  # the kernel's default pipe size (pipesize 0): a pump may overshoot by one
 
 
+@pytest.fixture(autouse=True)
+def engine_mode():
+    """This module's engines are inline by construction: it runs once, not once per mode."""
+    yield "inline"
+
+
 def big_pair() -> tuple[socket.socket, socket.socket]:
     a, b = socket.socketpair()
     try:
