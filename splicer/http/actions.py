@@ -27,7 +27,7 @@ return", "http-request redirect", "http-request allow", and 4.4 "redirect"):
   as is; ``prefix`` puts <pfx> before the request's path (and query unless drop-query; a
   prefix of exactly ``/`` adds nothing); ``scheme`` builds ``<sch>://<host><path>``.
   append-slash adds a ``/`` to a path that does not end with one (prefix and scheme).
-  <loc>, <pfx> and <sch> are log-format strings (rules.parse_format).
+  <loc>, <pfx> and <sch> are log-format strings (logformat.parse_format).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from splicer.http import errorpages
 from splicer.http.normalize import NormalizeError, NormalizeRule
-from splicer.http.rules import RuleError, parse_format, render
+from splicer.http.logformat import RuleError, parse_format, render
 
 LOCAL_ACTIONS = ("allow", "deny", "return", "redirect")
 """Actions handled here."""
@@ -290,7 +290,7 @@ def reply(rule: LocalRule, info, msg, fields, version: bytes, keep_alive: bool,
 
     Args:
         rule: a deny, return or redirect LocalRule.
-        info, msg, fields: what log-format values read (rules.StreamInfo, rules.Message,
+        info, msg, fields: what log-format values read (logformat.StreamInfo, logformat.Message,
             the request's fields).
         version: the request's HTTP version; a 1.0 client kept alive is told so.
         keep_alive: whether the client connection stays open after this response.

@@ -33,8 +33,8 @@ from splicer.http import actions
 from splicer.http.errorpages import error_response
 from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError, head_complete, parse_request
+from splicer.http.logformat import Message, StreamInfo
 from splicer.http.normalize import ambiguity
-from splicer.http.rules import Message, StreamInfo
 from splicer.http.sample import RequestView
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd

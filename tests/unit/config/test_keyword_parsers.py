@@ -10,7 +10,8 @@ import pytest
 
 from splicer.config import keywords as kw
 from splicer.config.keywords import ArgError, Context
-from splicer.http.rules import HeaderRule, Message, StreamInfo, render
+from splicer.http.logformat import Message, StreamInfo, render
+from splicer.http.rules import HeaderRule
 
 
 def ctx(kind="backend", negated=False, file="site.cfg"):
