@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import signal
 import time
@@ -47,6 +48,16 @@ def served_by(port, path, headers=None, source=None):
     return resp.getheader("X-Served-By")
 
 
+def served_alone(port, paths, stopped):
+    """served_by() for each path while worker `stopped` is stopped (SIGSTOP), so that the
+    other worker accepts every connection."""
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        return {p: served_by(port, p) for p in paths}
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+
+
 def per_worker_requests(sp):
     """frontend req_tot of each worker, from the stats lines SIGUSR1 makes them print."""
     before = sp.log().count("splicer-stats ")
@@ -66,8 +77,11 @@ def test_uri_hash_gives_haproxys_server_across_workers_and_a_restart(start_splic
     assert len(set(expected.values())) == 4
     port = free_port()
     sp = start_splicer(config(port, four, "uri whole", nbthread=2), [port], workers=2)
-    first = {p: served_by(port, p) for p in paths}
-    again = {p: served_by(port, p) for p in reversed(paths)}
+    # the workers share the listening socket, and which one accepts a connection is the
+    # kernel's choice: each worker in turn serves every key while the other is stopped
+    w1, w2 = sp.worker_pids()
+    first = served_alone(port, paths, stopped=w2)
+    again = served_alone(port, list(reversed(paths)), stopped=w1)
     assert first == again == expected
     counts = per_worker_requests(sp)
     print(f"requests per worker: {counts}")
