@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         if not run.port_free(port):
             run.die(f"port {port} is in use")
     workdir = Path(tempfile.mkdtemp(prefix="splicer-rules-"))
+    os.chmod(workdir, 0o755)  # nginx workers (user nobody) read the docroot
     samples: dict[str, list[dict]] = {name: [] for name in PORTS}
     try:
         run.make_files(workdir / "www", {FILE: 1 << 10})
@@ -176,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         m = med[name]
         md.append(f"| {name} | {m['cpu_us_per_req']:.2f} | {m['req_s']:.0f} |" if m["cpu_us_per_req"]
                   else f"| {name} | - | - |")
+    errors = sum(r.get("errors") or 0 for rs in samples.values() for r in rs)
+    if errors:
+        md.append(f"\nINVALID: {errors} requests failed (non-2xx/3xx or socket errors); "
+                  "the figures above are not a measurement")
     if overhead is not None:
         md.append(f"\nrules cost {overhead:+.1f} % CPU per request (target: at most +10 %); "
                   f"{ACLS} ACLs, a {MAP_ENTRIES}-entry map, {args.rounds} rounds of {args.duration} s, "

@@ -122,15 +122,49 @@ def _by_length(pats: frozenset) -> tuple[tuple[int, frozenset], ...]:
 
 
 def _word_matcher(patterns: list[tuple[str, bool]], delims: bytes) -> Callable:
-    cls = re.escape(delims.decode())
-    compiled = []
+    cls = re.escape(delims.decode()).encode()
+    words = []
     for p, icase in patterns:
         word = p.encode().strip(delims)
-        if not word:
-            continue
-        compiled.append(re.compile(rb"(?:\A|[" + cls.encode() + rb"])" + re.escape(word)
-                                   + rb"(?:\Z|[" + cls.encode() + rb"])", re.I if icase else 0))
-    return lambda v: any(r.search(v) for r in compiled)
+        if word:
+            words.append(re.escape(word) if not icase else b"(?i:" + re.escape(word) + b")")
+    if not words:
+        return lambda v: False
+    # one alternation for every word: one search per sample, however many patterns
+    search = re.compile(rb"(?:\A|[" + cls + rb"])(?:" + b"|".join(words) + rb")(?=\Z|[" + cls + rb"])").search
+    return lambda v: search(v) is not None
+
+
+_UNMERGEABLE_REGEX = re.compile(rb"\\[1-9]|\(\?P=|\(\?\(|\(\?[aiLmsux]+\)")
+"""What keeps a regex out of a combined alternation: a back-reference or a conditional
+group (group numbers shift in the alternation) or a global inline flag (it would apply to
+every branch)."""
+
+
+def _regex_search(patterns: list[tuple[str, bool]], what: str) -> Callable[[bytes], bool]:
+    """bytes -> bool: some pattern (a Python regex; ``-i`` ignores case) is found in the
+    sample. Patterns that can be are joined into one alternation (one search per sample);
+    the alternation finds a match exactly when one of its branches would."""
+    compiled = []
+    for p, icase in patterns:
+        try:
+            compiled.append((p.encode(), icase, re.compile(p.encode(), re.I if icase else 0)))
+        except re.error as exc:
+            raise AclError(f"{what}: invalid regex '{p}': {exc}") from None
+    joinable = [(b"(?i:" + src + b")" if icase else b"(?:" + src + b")")
+                for src, icase, _ in compiled if not _UNMERGEABLE_REGEX.search(src)]
+    searches = [r.search for src, _, r in compiled if _UNMERGEABLE_REGEX.search(src)]
+    if len(joinable) > 1:
+        try:
+            searches.insert(0, re.compile(b"|".join(joinable)).search)
+        except re.error:
+            searches = [r.search for _, _, r in compiled]
+    elif joinable:
+        searches = [r.search for _, _, r in compiled]
+    if len(searches) == 1:
+        one = searches[0]
+        return lambda b: one(b) is not None
+    return lambda b: any(r(b) for r in searches)
 
 
 _INT_PATTERN = re.compile(r"([0-9]*)(?::([0-9]*))?\Z")
@@ -215,8 +249,9 @@ def parse_network(text: str, what: str):
 def _ip_matcher(nets: list) -> Callable:
     v4 = tuple(n for n in nets if n.version == 4)
     v6 = tuple(n for n in nets if n.version == 6)
-    v4_hosts = frozenset(n.network_address for n in v4 if n.prefixlen == 32)
-    v4_nets = tuple(n for n in v4 if n.prefixlen != 32)
+    # IPv4 patterns as integers: a set of host addresses and (network, mask) pairs
+    v4_hosts = frozenset(int(n.network_address) for n in v4 if n.prefixlen == 32)
+    v4_nets = tuple((int(n.network_address), int(n.netmask)) for n in v4 if n.prefixlen != 32)
 
     def test(v) -> bool:
         ip = _as_ip(v)
@@ -236,7 +271,13 @@ def _ip_matcher(nets: list) -> Callable:
                 return False
         elif v6 and any(ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed) in n for n in v6):
             return True
-        return ip in v4_hosts or any(ip in n for n in v4_nets)
+        x = int(ip)
+        if x in v4_hosts:
+            return True
+        for net, mask in v4_nets:
+            if x & mask == net:
+                return True
+        return False
     return test
 
 
@@ -279,16 +320,7 @@ def compile_matcher(method: str, patterns: list[tuple[str, bool]], what: str, sa
 def _bytes_tester(method: str, patterns: list[tuple[str, bool]], what: str) -> Callable[[bytes], bool]:
     """bytes -> bool for the string matching methods (str, beg, end, sub, reg, dir, dom, bin)."""
     if method == "reg":
-        regs = []
-        for p, icase in patterns:
-            try:
-                regs.append(re.compile(p.encode(), re.I if icase else 0).search)
-            except re.error as exc:
-                raise AclError(f"{what}: invalid regex '{p}': {exc}") from None
-        if len(regs) == 1:
-            one = regs[0]
-            return lambda b: one(b) is not None
-        return lambda b: any(r(b) for r in regs)
+        return _regex_search(patterns, what)
     if method == "bin":
         try:
             blocks = frozenset(bytes.fromhex(p) for p, _ in patterns)
@@ -356,6 +388,8 @@ class AclExpr:
         criterion: as written (``hdr_beg(host)``); method: the matching method used.
         fetch: the compiled Fetch; matcher: the compiled patterns.
         file, line: where it was written.
+        patterns: the (pattern text, ignore case) pairs the matcher was compiled from, so
+            that ACLs on one fetch can be merged (any_of).
     """
 
     criterion: str
@@ -364,6 +398,7 @@ class AclExpr:
     matcher: Matcher
     file: str = ""
     line: int = 0
+    patterns: tuple = ()
     test: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -486,7 +521,7 @@ def parse_acl_expr(words: Sequence[str], what: str, base_dir: str = "", file: st
     if fetch.type == BOOL and method == "bool":
         patterns = []
     matcher = compile_matcher(method, patterns, what, fetch.type)
-    return AclExpr(criterion, method, fetch, matcher, file, line)
+    return AclExpr(criterion, method, fetch, matcher, file, line, tuple(patterns))
 
 
 def parse_acl(words: Sequence[str], base_dir: str = "", file: str = "", line: int = 0) -> tuple[str, AclExpr]:
@@ -623,6 +658,200 @@ class Condition:
             return acl
         terms = tuple(tuple((neg, one(ref)) for neg, ref in term) for term in self.terms)
         return Condition(terms, self.unless, self.text, self.line, self.names)
+
+
+class AnyOf:
+    """Several conditions compiled into one: ``anyof(view) -> bool`` is True when any of
+    them holds (any_of() builds it).
+
+    Attributes:
+        tests: the view -> bool tests evaluated in order until one holds.
+        text: the conditions as written, joined with ``||`` (for messages).
+    """
+
+    __slots__ = ("tests", "text")
+
+    def __init__(self, tests: tuple, text: str) -> None:
+        self.tests, self.text = tests, text
+
+    def __call__(self, view: RequestView) -> bool:
+        for t in self.tests:
+            if t(view):
+                return True
+        return False
+
+
+def _negated(acl) -> Callable:
+    test = acl.test
+    return lambda view: not test(view)
+
+
+def _conjunction(term: tuple) -> Callable:
+    def test(view) -> bool:
+        for neg, acl in term:
+            if acl.test(view) is neg:
+                return False
+        return True
+    return test
+
+
+_PATTERN_METHODS = frozenset({"str", "beg", "end", "sub", "reg", "dir", "dom", "ip", "bin"})
+"""Matching methods whose patterns are independent values: the lines of one such method
+merge into one matcher of all their patterns (not so the integer ones, whose first value
+may be an operator that applies to the rest of its own line)."""
+
+_CHEAP_METHODS = frozenset({"found", "bool", "str", "bin", "int", "len"})
+"""Matching methods that cost one set probe or comparison: not worth remembering."""
+
+
+def _sample_test(exprs: list[AclExpr]) -> Callable:
+    """One view -> bool test for ACL lines that share a fetch (Fetch.key): the fetch runs
+    once, and each sample is matched against every line's patterns, the lines of one
+    matching method merged into one matcher (their patterns together)."""
+    by_method: dict[str, list[AclExpr]] = {}
+    for e in exprs:
+        by_method.setdefault(e.method, []).append(e)
+    fetch = exprs[0].fetch
+    ones = []
+    for method, group in by_method.items():
+        if len(group) == 1 or method not in _PATTERN_METHODS:
+            ones += [e.matcher.test_one for e in group]
+        else:
+            patterns = [p for e in group for p in e.patterns]
+            ones.append(compile_matcher(method, patterns, f"acl '{group[0].criterion}' (merged)",
+                                        fetch.type).test_one)
+    if len(ones) == 1:
+        one = ones[0]
+    else:
+        tests = tuple(ones)
+
+        def one(s) -> bool:
+            for t in tests:
+                if t(s):
+                    return True
+            return False
+    fn = fetch.acl_fn or fetch.fn
+
+    def test(view) -> bool:
+        for s in fn(view):
+            if one(s):
+                return True
+        return False
+    return test
+
+
+def _first_true(tests: tuple) -> Callable:
+    if len(tests) == 1:
+        return tests[0]
+
+    def test(view) -> bool:
+        for t in tests:
+            if t(view):
+                return True
+        return False
+    return test
+
+
+def _source(acl) -> tuple:
+    """The Fetch.source every line of `acl` (an Acl, or an anonymous AclExpr) shares, or ()."""
+    exprs = (acl,) if isinstance(acl, AclExpr) else getattr(acl, "exprs", ())
+    sources = {e.fetch.source for e in exprs}
+    return sources.pop() if len(sources) == 1 else ()
+
+
+def any_of(conds: Sequence) -> AnyOf:
+    """Compile the disjunction of bound conditions (Condition, AnyOf, or any view -> bool)
+    into one test that does less work than evaluating them one by one.
+
+    - Each condition is rewritten as an OR of tests: the terms of an ``if`` condition; the
+      negated ACLs of a one-term ``unless`` condition (``unless a b`` is ``!a || !b``); a
+      condition that rewrites to nothing simpler stays one test.
+    - An ACL tested positively on its own contributes each of its lines (an ACL matches
+      when any of its lines does), and the lines whose fetches give the same samples
+      (Fetch.key) become one test (_sample_test): the fetch runs once, and the patterns of
+      its lines of one matching method are compiled together. haproxy 7.1: an ACL matches
+      when any sample matches any pattern, so the merged line holds exactly when one of
+      the lines would.
+    - Tests that read only one part of the request (Fetch.source: its target, URL, one
+      field, the client address...) are OR-ed together and their result is remembered by
+      that part's value (sample.remembered, sample.source_key): the same path, Host or client
+      asks nothing twice.
+
+    Fifty ``deny if <acl>`` rules on the path, the Host, a few fields and the client
+    address cost a handful of dictionary probes for a request seen before.
+
+    Args:
+        conds: conditions whose ACL names are bound (Condition.bind).
+
+    Returns:
+        The AnyOf (its tests in the order their first line appeared).
+    """
+    groups: dict[tuple, list[AclExpr]] = {}
+    slots: list = []  # (source, test or fetch key standing for its merged test)
+
+    def literal(neg: bool, acl) -> None:
+        exprs = (acl,) if isinstance(acl, AclExpr) else getattr(acl, "exprs", None)
+        if neg or exprs is None:
+            slots.append((_source(acl), _negated(acl) if neg else acl.test))
+            return
+        for e in exprs:
+            key = e.fetch.key
+            if not key:
+                slots.append((e.fetch.source, e.test))
+                continue
+            if key not in groups:
+                groups[key] = []
+                slots.append((e.fetch.source, key))
+            groups[key].append(e)
+
+    texts = []
+    for c in conds:
+        texts.append(getattr(c, "text", "") or repr(c))
+        if isinstance(c, AnyOf):
+            slots.extend(((), t) for t in c.tests)
+        elif not isinstance(c, Condition):
+            slots.append(((), c))
+        elif not c.unless:
+            for term in c.terms:
+                if len(term) == 1:
+                    literal(*term[0])
+                else:
+                    slots.append(((), _conjunction(term)))
+        elif len(c.terms) == 1:
+            for neg, acl in c.terms[0]:
+                literal(not neg, acl)
+        else:
+            slots.append(((), c))
+    # one entry per source, in the order each first appears; a test that reads no single
+    # source is an entry of its own
+    entries: list[tuple[tuple, list]] = []
+    of_source: dict[tuple, list] = {}
+    cheap: set[tuple] = set()  # sources whose only test is one set probe: not remembered
+    for source, item in slots:
+        if type(item) is tuple:
+            exprs = groups[item]
+            one_probe = len(exprs) == 1 and exprs[0].method in _CHEAP_METHODS
+            item = exprs[0].test if len(exprs) == 1 else _sample_test(exprs)
+        else:
+            one_probe = False
+        if not source:
+            entries.append(((), [item]))
+            continue
+        if source not in of_source:
+            of_source[source] = []
+            entries.append((source, of_source[source]))
+            if one_probe:
+                cheap.add(source)
+        else:
+            cheap.discard(source)
+        of_source[source].append(item)
+    tests = []
+    for source, items in entries:
+        test = _first_true(tuple(items))
+        if source and source not in cheap:
+            test = smp.remembered(test, smp.source_key(source))
+        tests.append(test)
+    return AnyOf(tuple(tests), " || ".join(texts))
 
 
 def parse_condition(words: Sequence[str], base_dir: str = "", file: str = "", line: int = 0) -> Condition:

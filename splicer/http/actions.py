@@ -32,9 +32,9 @@ return", "http-request redirect", "http-request allow", and 4.4 "redirect"):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from splicer.http import errorpages
+from splicer.http import acl, errorpages
 from splicer.http.normalize import NormalizeError, NormalizeRule
 from splicer.http.logformat import RuleError, parse_format, render
 
@@ -235,6 +235,43 @@ def _parse_redirect(args: list[str], cond, file: str, line: int) -> LocalRule:
 BAD_REQUEST = LocalRule("deny", 400, default_errorfiles=True)
 """The answer to a request refused for its target's spelling: a ``strict`` normalize-uri
 rule met an invalid escape, or the target stays ambiguous (normalize.ambiguity)."""
+
+
+def merge_runs(rules: tuple) -> tuple:
+    """The rules of a proxy with each run of consecutive local rules that differ only in
+    their conditions (and where they were written) merged into one rule whose condition is
+    the OR of theirs, compiled (acl.any_of).
+
+    The first rule of such a run whose condition holds answers, and they all answer the
+    same way, so the merged rule answers exactly when and as one of them would; a rule
+    without a condition makes the merged rule unconditional. Runs never cross another kind
+    of rule (a header or normalize-uri rule between two denies may change what the second
+    reads). The merged rule keeps the first rule's file and line.
+
+    Args:
+        rules: a proxy's http-request rules in order, their conditions bound.
+
+    Returns:
+        The rules to evaluate in their place (the same tuple when nothing merges).
+    """
+    out: list = []
+    conds: list = []
+
+    def close() -> None:
+        if len(conds) > 1:
+            cond = None if any(c is None for c in conds) else acl.any_of(conds)
+            out[-1] = replace(out[-1], cond=cond)
+    for r in rules:
+        prev = out[-1] if out else None
+        if (type(r) is LocalRule and type(prev) is LocalRule
+                and replace(r, cond=None, file="", line=0) == replace(prev, cond=None, file="", line=0)):
+            conds.append(r.cond)
+            continue
+        close()
+        out.append(r)
+        conds = [r.cond] if type(r) is LocalRule else []
+    close()
+    return tuple(out) if len(out) < len(rules) else tuple(rules)
 
 
 def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:

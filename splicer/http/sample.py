@@ -34,6 +34,7 @@ HTTP samples (Layer 7)"):
 from __future__ import annotations
 
 import ipaddress
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -163,7 +164,10 @@ class RequestView:
 _EMPTY: list = []  # shared, never changed
 
 
+@lru_cache(maxsize=4096)
 def _address(text: str):
+    """The ipaddress object of `text`, or None; memoized (a client's address repeats for
+    each request of its connection, and parsing it costs more than the ACLs that read it)."""
     try:
         return ipaddress.ip_address(text)
     except ValueError:
@@ -185,6 +189,16 @@ class Fetch:
             header and cookie fetches: haproxy "returns the last occurrence"), else its first.
         acl_fn: what an ACL iterates instead of fn (None: fn): a Host fetch adds the
             canonical host of each value.
+        key: what identifies the samples it gives: (fetch name, its arguments, its
+            converters) as written, a derivative reduced to its base fetch
+            (``hdr_dom(host)`` and ``hdr(host)`` share ``("hdr", ("host",), (), "")``),
+            with the directory map files are read from when there are converters; two
+            fetches with one key give the same samples of any view, so ACLs on them can
+            be merged (acl.any_of). () for internal fetches (never merged).
+        source: what of the request its samples are a pure function of (source_of():
+            ``("target",)``, ``("field", b"host")``...), () when nothing that simple
+            (server state, response fields, variables); acl.any_of remembers results
+            by it.
     """
 
     expr: str
@@ -194,6 +208,8 @@ class Fetch:
     fn: Callable
     last: bool = False
     acl_fn: Callable | None = None
+    key: tuple = ()
+    source: tuple = ()
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -447,6 +463,94 @@ FETCHES: dict[str, Callable] = {
     "req.body_announced": _simple(BOOL, lambda v: [v.has_body]),
 }
 """Fetch name -> builder(name, args) returning (output type, RequestView -> samples)."""
+
+_VIEW_SOURCES = {
+    "path": "line", "query": "line", "url_param": "line", "urlp": "line", "urlp_val": "line",
+    "url": "line", "method": "line", "req.ver": "line", "req_ver": "line",
+    "src": "src", "dst": "dst", "src_port": "src_port", "dst_port": "dst_port",
+}
+_FIELD_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr", "hdr_cnt", "req.hdr_cnt", "req.fhdr_cnt",
+                            "hdr_val", "req.hdr_val", "hdr_ip", "req.hdr_ip"})
+_COOKIE_FETCHES = frozenset({"req.cook", "cook", "req.cook_cnt", "cook_cnt", "req.cook_val", "cook_val"})
+
+
+def source_of(name: str, args: list[str]) -> tuple:
+    """What of the request the samples of fetch `name(args)` are a pure function of: its
+    request line (``("line",)``: the method, the target as sent and as the rules left it,
+    the version), the values of one request field (``("field", b"host")``; None: every
+    field), the client's or the local address or port (``("src",)``...), or () for
+    anything else (server state, the response, the body). source_key() reads it off a
+    view."""
+    if name in _VIEW_SOURCES:
+        return (_VIEW_SOURCES[name],)
+    if name in _FIELD_FETCHES:
+        return ("field", args[0].strip().lower().encode("ascii", "replace") if args and args[0] else None)
+    if name in _COOKIE_FETCHES:
+        return ("field", b"cookie")
+    return ()
+
+
+_LINE = operator.attrgetter("method", "url", "target", "version")
+
+
+def source_key(source: tuple) -> Callable[[RequestView], object]:
+    """view -> a hashable value that determines every sample of a fetch whose
+    Fetch.source is `source` (two views with equal keys give equal samples), or None
+    when it cannot be told (a field source in an http-response rule, where ``hdr()``
+    reads the response).
+
+    Raises:
+        ValueError: `source` is ().
+    """
+    kind = source[0] if source else ""
+    if kind == "field":
+        name = source[1]
+        return lambda v: tuple(v.values(name)) if v.response_fields is None else None
+    if kind == "line":
+        return _LINE
+    if kind in ("src", "dst", "src_port", "dst_port"):
+        return operator.attrgetter(kind)
+    raise ValueError(f"no source key for {source!r}")
+
+
+MEMO_SIZE = 4096
+"""Most keys a remembered() function keeps a result for; its memo starts over when full."""
+
+MEMO_KEY_MAX = 1024
+"""Largest key (bytes, summed over a tuple's items) remembered() keeps a result for."""
+
+
+def _key_size(k) -> int:
+    if isinstance(k, (bytes, str)):
+        return len(k)
+    if isinstance(k, tuple):
+        return sum(_key_size(x) for x in k)
+    return 8
+
+
+def remembered(fn: Callable[[RequestView], object], key_of: Callable[[RequestView], object]) -> Callable:
+    """`fn` (view -> a result other than None) remembering its results by key_of(view),
+    for up to MEMO_SIZE keys of at most MEMO_KEY_MAX bytes (a None key is never
+    remembered). Sound only when fn's result is a pure function of that key (source_key()
+    gives such keys). What it saves repeats request after request on a real site: its few
+    Host values, its hot paths, a client's User-Agent and address."""
+    memo: dict = {}
+    get = memo.get
+
+    def run(view):
+        k = key_of(view)
+        if k is None:
+            return fn(view)
+        r = get(k)
+        if r is None:
+            r = fn(view)
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            if _key_size(k) <= MEMO_KEY_MAX:
+                memo[k] = r
+        return r
+    return run
+
 
 DERIVED_BASES = ("hdr", "path", "url", "urlp", "req.cook", "cook")
 """Fetches with ACL derivatives ``<base>_<method>`` (haproxy 7.3.6 "ACL derivatives")."""
@@ -735,8 +839,10 @@ def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
         if acl_fn is not None:
             acl_fn = _chain(acl_fn, conv_fn)
         method = ""  # haproxy: a converter after a derivative makes its implied method void
+    convs = tuple(s.strip() for s in steps[1:])
+    key = (name, tuple(a.strip() for a in args), convs, base_dir if convs else "")
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE, acl_fn)
+                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args))
 
 
 _HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
@@ -805,6 +911,27 @@ def parse_name_format(text: str, base_dir: str = "") -> tuple:
 def render_name(parts: tuple, view: RequestView) -> bytes:
     """The text of a parsed name format for this request (an absent sample gives b"")."""
     return b"".join(p if isinstance(p, bytes) else p.text(view) for p in parts)
+
+
+def name_renderer(parts: tuple) -> Callable[[RequestView], str]:
+    """view -> the text of a parsed name format (parse_name_format) as str (latin-1).
+    When every sample in it reads one part of the request (Fetch.source), the text is
+    remembered by those parts' values (remembered()): a dynamic ``use_backend`` name is
+    computed once per Host value, not once per request."""
+    fetches = [p for p in parts if not isinstance(p, bytes)]
+
+    def render(view) -> str:
+        return render_name(parts, view).decode("latin-1")
+    if not fetches or not all(f.source for f in fetches):
+        return render
+    keys = tuple(source_key(f.source) for f in fetches)
+    if len(keys) == 1:
+        return remembered(render, keys[0])
+
+    def key_of(view):
+        ks = tuple(k(view) for k in keys)
+        return None if None in ks else ks
+    return remembered(render, key_of)
 
 
 def _chain(fetch: Callable, conv: Callable) -> Callable:

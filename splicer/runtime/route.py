@@ -15,15 +15,15 @@ has its Route resolved at load too, one per (frontend, backend) pair.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 from splicer.config.model import Backend, Frontend, Global
-from splicer.http.actions import BAD_REQUEST, LocalRule, first_local
+from splicer.http.actions import BAD_REQUEST, LocalRule, first_local, merge_runs
 from splicer.http.normalize import NormalizeRule, ambiguity
 from splicer.http.rules import HeaderRule
-from splicer.http.sample import render_name
+from splicer.http.sample import name_renderer
 from splicer.runtime.transfer import SplicePolicy
 
 DEFAULT_SPLICE = SplicePolicy.AUTO
@@ -154,7 +154,8 @@ class Switching:
 
     Attributes:
         fe_rules: the frontend's http-request rules, in order.
-        use_backend: (condition or None, backend name or parsed dynamic name) pairs, in order.
+        use_backend: (condition or None, backend name, or for a dynamic name a view -> name
+            function: sample.name_renderer) pairs, in order.
         default: the default_backend's name (None: none).
         be_rules: {backend name: its http-request rules} for every backend it may pick
             (every backend of the frontend's mode when a use_backend name is dynamic).
@@ -168,6 +169,7 @@ class Switching:
     default: str | None
     be_rules: Mapping[str, tuple]
     strict: bool = True
+    _forwards: dict = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, view) -> Decision:
         """Run the frontend's http-request actions, its use_backend rules (the first whose
@@ -184,8 +186,8 @@ class Switching:
         name = self.default
         for cond, target in self.use_backend:
             if cond is None or cond(view):
-                if type(target) is tuple:  # a dynamic name: a backend of this mode, else the default
-                    found = render_name(target, view).decode("latin-1")
+                if type(target) is not str:  # a dynamic name: a backend of this mode, else the default
+                    found = target(view)
                     if found in self.be_rules:
                         name = found
                 else:
@@ -199,6 +201,12 @@ class Switching:
             # what the rules let through stays ambiguous: never forwarded, and counted on
             # the frontend only (it reaches no backend)
             return Decision(BAD_REQUEST, None, cut_fe, cut_be)
+        if rule is None:  # the common outcome, one Decision per backend and cut, kept
+            key = (name, cut_fe, cut_be)
+            d = self._forwards.get(key)
+            if d is None:
+                d = self._forwards[key] = Decision(None, name, cut_fe, cut_be)
+            return d
         return Decision(rule, name, cut_fe, cut_be)
 
 
@@ -216,13 +224,14 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
         fe: the frontend's model; backends: every backend model by name.
     """
     names = backend_names(fe, backends)
-    be_rules = {n: tuple(backends[n].http_request) for n in names}
+    be_rules = {n: merge_runs(tuple(backends[n].http_request)) for n in names}
     rules = [fe.http_request, fe.http_response, *be_rules.values(),
              *(backends[n].http_response for n in names)]
     if not fe.use_backend and not any(_decides(tuple(r)) for r in rules):
         return None
-    return Switching(tuple(fe.http_request),
-                     tuple((r.cond, r.backend if r.dynamic is None else r.dynamic) for r in fe.use_backend),
+    return Switching(merge_runs(tuple(fe.http_request)),
+                     tuple((r.cond, r.backend if r.dynamic is None else name_renderer(r.dynamic))
+                           for r in fe.use_backend),
                      fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request)
 
 

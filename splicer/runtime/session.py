@@ -355,13 +355,18 @@ class HttpSession:
 
     def request_view(self, req, raw: bytes) -> RequestView:
         """The sample.RequestView that rule conditions read for the request `req` read as `raw`."""
-        kind = req.framing.kind
-        body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
-        start = 0
-        while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
-            start += 2
-        first = raw[start:raw.find(b"\r\n", start)].split(b" ")
-        url = first[1] if len(first) == 3 else req.target
+        fr = req.framing
+        kind = fr.kind
+        body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and fr.length > 0)
+        m = len(req.method)
+        if raw[m + 1:m + 2] == b"/":
+            url = req.target  # origin-form: parse_request keeps it as sent
+        else:
+            start = 0
+            while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
+                start += 2
+            first = raw[start:raw.find(b"\r\n", start)].split(b" ")
+            url = first[1] if len(first) == 3 else req.target
         return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
                            self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv)
 

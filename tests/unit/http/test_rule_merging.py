@@ -1,0 +1,249 @@
+"""Compiled rule runs (actions.merge_runs, acl.any_of) answer exactly as the rules one by
+one: the same rule (or none) for every request, whatever the ACLs, their flags, the
+conditions' shapes (if/unless, AND, ||, !, anonymous ACLs, several lines per name) and the
+request; and what the compiled form remembers never leaks from one request to another."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from splicer.config import loads
+from splicer.http import acl as acl_mod
+from splicer.http.actions import LocalRule, first_local, merge_runs
+from splicer.http.sample import RequestView
+
+PRE = """global
+    nbthread 1
+defaults
+    mode http
+    timeout client 5s
+    timeout server 5s
+    timeout connect 5s
+frontend www
+    bind 127.0.0.1:1
+"""
+POST = """    default_backend app
+backend app
+    server o 127.0.0.1:2
+"""
+
+WORDS = ["admin", "api", "Admin", "x", "static", "v1", "secret", "a.b", "ex"]
+
+ACL_KINDS = [
+    lambda w: f"path_beg /{w}",
+    lambda w: f"path_end .{w}",
+    lambda w: f"path_reg ^/{w}/[0-9]+$",
+    lambda w: f"path_reg -i (?:/{w})+",
+    lambda w: f"path_dir {w}",
+    lambda w: f"path_sub {w}",
+    lambda w: f"path -m str /{w}",
+    lambda w: f"hdr(host) -i {w}.example",
+    lambda w: f"hdr(host) {w}.example",
+    lambda w: f"hdr_dom(host) -i {w}",
+    lambda w: f"hdr_beg(user-agent) {w}",
+    lambda w: f"hdr(user-agent) -m sub -i {w}",
+    lambda w: f"req.hdr_cnt(x-{w}) gt 0",
+    lambda w: f"url_param({w}) -m found",
+    lambda w: f"url_param(k) -m str {w}",
+    lambda w: f"query -m sub {w}=",
+    lambda w: f"url_beg http://{w}",
+    lambda w: f"method {w.upper()} GET",
+    lambda w: "req.ver 1.0",
+    lambda w: f"src 10.0.0.{len(w)}/31 192.168.{len(w)}.0/24",
+    lambda w: f"src_port {len(w) * 1000}:",
+    lambda w: f"req.cook({w}) -m found",
+    lambda w: "nbsrv(app) lt 1",
+]
+
+acl_line = st.tuples(st.sampled_from(range(len(ACL_KINDS))), st.sampled_from(WORDS))
+
+
+@st.composite
+def configs(draw):
+    """(acl lines, rule lines) of one frontend: 1-6 named ACLs (some with several lines),
+    then 2-10 rules, mostly deny runs, with an occasional different rule between them."""
+    names = [f"a{i}" for i in range(draw(st.integers(1, 6)))]
+    # a few kinds per example, so that ACLs often read the same part of the request
+    kinds = draw(st.lists(st.sampled_from(range(len(ACL_KINDS))), min_size=1, max_size=4, unique=True))
+    line = st.tuples(st.sampled_from(kinds), st.sampled_from(WORDS))
+    acls = []
+    for n in names:
+        for kind, w in draw(st.lists(line, min_size=1, max_size=3)):
+            acls.append(f"    acl {n} {ACL_KINDS[kind](w)}")
+
+    def literal():
+        if draw(st.booleans()) and draw(st.booleans()):
+            kind, w = draw(line)
+            return ("!" if draw(st.booleans()) else "") + "{ " + ACL_KINDS[kind](w) + " }"
+        return ("!" if draw(st.booleans()) else "") + draw(st.sampled_from(names))
+
+    rules = []
+    for _ in range(draw(st.integers(2, 10))):
+        terms = [" ".join(literal() for _ in range(draw(st.integers(1, 2))))
+                 for _ in range(draw(st.integers(1, 2)))]
+        cond = f"{draw(st.sampled_from(['if', 'unless']))} {' || '.join(terms)}"
+        action = draw(st.sampled_from(["deny", "deny", "deny", "deny deny_status 429",
+                                       "return status 200", "allow"]))
+        if draw(st.integers(0, 9)) == 0:
+            cond = ""  # an unconditional rule
+        rules.append(f"    http-request {action} {cond}".rstrip())
+    return acls, rules
+
+
+requests = st.fixed_dictionaries({
+    "target": st.sampled_from([b"/", b"/admin", b"/admin/1", b"/Admin/x", b"/api/12", b"/x.secret",
+                               b"/static/a.b", b"/api/v1?k=x", b"/s?admin=1&k=ex", b"/a//admin",
+                               b"/%61dmin/2", b"/v1/x?secret="]),
+    "absolute": st.booleans(),
+    "host": st.sampled_from([b"admin.example", b"ADMIN.example", b"x.example:80", b"ex.example.",
+                             b"www.a.b", None]),
+    "ua": st.sampled_from([b"static-bot", b"curl", b"Mozilla ADMIN", None]),
+    "method": st.sampled_from([b"GET", b"POST", b"API", b"HEAD", b"X"]),
+    "version": st.sampled_from([b"1.1", b"1.0"]),
+    "src": st.sampled_from(["10.0.0.5", "10.0.0.6", "192.168.3.7", "127.0.0.1", "::ffff:10.0.0.4"]),
+    "src_port": st.sampled_from([1000, 4000, 40000]),
+    "extra": st.sampled_from([[], [(b"X-Api", b"1")], [(b"Cookie", b"admin=1; x=2")]]),
+})
+
+
+NEIGHBOURS = [("method", b"GET"), ("method", b"POST"), ("version", b"1.0"), ("version", b"1.1"),
+              ("absolute", True), ("absolute", False), ("host", b"ADMIN.example"), ("ua", b"Mozilla ADMIN"),
+              ("src", "10.0.0.5"), ("src", "192.168.3.7"), ("src_port", 4000), ("extra", [(b"X-Api", b"1")])]
+"""(part, value) pairs: each request is also tried with one part changed to each of these."""
+
+
+def view_of(r) -> RequestView:
+    fields = [(b"Host", r["host"])] if r["host"] is not None else []
+    if r["ua"] is not None:
+        fields.append((b"User-Agent", r["ua"]))
+    fields += r["extra"]
+    url = b"http://" + (r["host"] or b"h") + r["target"] if r["absolute"] else r["target"]
+    return RequestView(r["method"], url, r["target"], r["version"], fields, r["src"], r["src_port"],
+                       "127.0.0.1", 80, False, lambda name: 0)
+
+
+def outcome(rules, view):
+    """What the rules decide: (action, status) of the answering rule, or None, and
+    whether an allow stopped them."""
+    rule, cut = first_local(rules, view)
+    stopped = cut < len(rules)
+    return (None if rule is None else (rule.action, rule.status)), stopped and rule is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(configs(), st.lists(requests, min_size=1, max_size=8))
+def test_merged_rules_decide_as_the_rules_one_by_one(cfg, reqs):
+    acls, rules = cfg
+    fe = loads(PRE + "\n".join(acls + rules) + "\n" + POST).frontends[0]
+    plain = tuple(fe.http_request)
+    merged = merge_runs(plain)
+    assert len(merged) <= len(plain)
+    # one compiled form for every request, and for each request its neighbours (the same
+    # request but for one part): what the compiled form remembers must never leak into a
+    # request that differs only in a part it did not key on
+    seen = []
+    for r in reqs:
+        seen.append(r)
+        seen += [dict(r, **{k: v}) for k, v in NEIGHBOURS if r[k] != v]
+    for r in seen + seen[::-1]:
+        assert outcome(merged, view_of(r)) == outcome(plain, view_of(r)), r
+
+
+def test_a_run_of_denies_becomes_one_rule_and_other_rules_split_runs():
+    fe = loads(PRE + """    acl a path_beg /a
+    acl b path_beg /b
+    acl c hdr(host) -i c.example
+    http-request deny if a
+    http-request deny if b
+    http-request deny deny_status 429 if c
+    http-request deny if c
+    http-request set-header X-Y 1
+    http-request deny if a
+    http-request deny if b
+""" + POST).frontends[0]
+    merged = merge_runs(tuple(fe.http_request))
+    kinds = [(type(r).__name__, getattr(r, "status", None)) for r in merged]
+    assert kinds == [("LocalRule", 403), ("LocalRule", 429), ("LocalRule", 403), ("HeaderRule", None),
+                     ("LocalRule", 403)]
+    assert isinstance(merged[0].cond, acl_mod.AnyOf)
+    # the merged rule is the first of its run: where it was written stays known
+    assert merged[0].line == fe.http_request[0].line
+
+
+def test_an_unconditional_rule_in_a_run_makes_the_merged_rule_unconditional():
+    fe = loads(PRE + """    http-request deny if { path_beg /a }
+    http-request deny
+""" + POST).frontends[0]
+    (rule,) = merge_runs(tuple(fe.http_request))
+    assert isinstance(rule, LocalRule) and rule.cond is None
+
+
+def test_lines_on_one_fetch_are_merged_into_one_test():
+    fe = loads(PRE + "".join(f"    http-request deny if {{ path_beg /p{i} }}\n" for i in range(20))
+               + "".join(f"    http-request deny if {{ path_reg ^/r{i}/ }}\n" for i in range(20))
+               + "".join(f"    http-request deny if {{ hdr(host) -i h{i}.example }}\n" for i in range(20))
+               + POST).frontends[0]
+    (rule,) = merge_runs(tuple(fe.http_request))
+    # the path's tests read one source (the request line), the Host's another
+    assert len(rule.cond.tests) == 2
+    for target, host, denied in [(b"/p7/x", b"a", True), (b"/r19/", b"a", True), (b"/q", b"H3.example", True),
+                                 (b"/q", b"h3.example:8080", True), (b"/p", b"h20.example", False)]:
+        v = RequestView(b"GET", target, target, b"1.1", [(b"Host", host)])
+        assert (first_local((rule,), v)[0] is not None) is denied, (target, host)
+
+
+def test_a_regex_with_a_backreference_is_not_joined_but_still_matches():
+    fe = loads(PRE + """    http-request deny if { path_reg ^/(a+)/\\1$ }
+    http-request deny if { path_reg ^/z }
+    http-request deny if { path_reg (?i)^/CASE }
+""" + POST).frontends[0]
+    (rule,) = merge_runs(tuple(fe.http_request))
+    for target, denied in [(b"/aa/aa", True), (b"/aa/a", False), (b"/z1", True), (b"/case", True),
+                           (b"/x/case", False)]:
+        v = RequestView(b"GET", target, target, b"1.1", [])
+        assert (first_local((rule,), v)[0] is not None) is denied, target
+
+
+def test_remembered_results_follow_server_state():
+    """nbsrv() reads server state, never the request: a condition on it is never
+    remembered, so a server going down changes the next decision."""
+    fe = loads(PRE + """    http-request deny if { nbsrv(app) lt 1 }
+    http-request deny if { path_beg /x }
+""" + POST).frontends[0]
+    (rule,) = merge_runs(tuple(fe.http_request))
+    up = {"n": 1}
+    def view():
+        return RequestView(b"GET", b"/", b"/", b"1.1", [], nbsrv=lambda name: up["n"])
+    assert first_local((rule,), view())[0] is None
+    up["n"] = 0
+    assert first_local((rule,), view())[0] is not None
+
+
+LEAKS = [
+    # (two ACLs on one part of the request, a request, the same request but for that part)
+    ("method POST", "path_beg /zzz", {"method": b"POST"}, {"method": b"GET"}),
+    ("req.ver 1.0", "path_beg /zzz", {"version": b"1.0"}, {"version": b"1.1"}),
+    ("path_beg /admin", "method PUT", {"target": b"/admin"}, {"target": b"/x"}),
+    ("url_beg http://", "path_beg /zzz", {"absolute": True}, {"absolute": False}),
+    ("url_param(k) -m found", "path_beg /zzz", {"target": b"/?k=1"}, {"target": b"/?j=1"}),
+    ("hdr(host) -i admin.example", "hdr_end(host) .zzz", {"host": b"admin.example"}, {"host": b"x.example"}),
+    ("hdr_sub(user-agent) bot", "hdr_beg(user-agent) zzz", {"ua": b"a bot"}, {"ua": b"curl"}),
+    ("req.cook(admin) -m found", "req.cook(zzz) -m found", {"extra": [(b"Cookie", b"admin=1")]},
+     {"extra": [(b"Cookie", b"x=1")]}),
+    ("src 10.0.0.0/24", "src 192.0.2.1", {"src": "10.0.0.5"}, {"src": "192.168.3.7"}),
+    ("src_port 4000", "src_port 1", {"src_port": 4000}, {"src_port": 40000}),
+]
+
+
+def test_what_a_merged_test_remembers_never_answers_a_request_that_differs_in_its_part():
+    base = {"target": b"/", "absolute": False, "host": b"h.example", "ua": b"curl", "method": b"GET",
+            "version": b"1.1", "src": "127.0.0.1", "src_port": 40000, "extra": []}
+    for a, b, hit, miss in LEAKS:
+        fe = loads(PRE + f"    acl a {a}\n    acl b {b}\n    http-request deny if a\n"
+                   "    http-request deny if b\n" + POST).frontends[0]
+        (rule,) = merge_runs(tuple(fe.http_request))
+        assert len(rule.cond.tests) == 1, a  # both read the same part: one remembered test
+        for first, second in ((hit, miss), (miss, hit), (hit, miss)):
+            for r, denied in ((first, first is hit), (second, second is hit)):
+                got = first_local((rule,), view_of(dict(base, **r)))[0] is not None
+                assert got is denied, (a, r)
