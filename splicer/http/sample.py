@@ -26,9 +26,11 @@ HTTP samples (Layer 7)"):
   implied matching method (DERIVATIVE_METHODS); a converter after one makes the method
   follow the converter's output type, as haproxy does.
 - In an ACL, a fetch of the Host field (``hdr(host)``, ``req.hdr(host)``, ``req.fhdr(host)``
-  and their derivatives) also offers each value without its port and trailing dots
-  (normalize.canonical_host), so ``hdr(host) -i admin.example.com`` matches
-  ``Admin.example.com.:80`` too; outside ACLs the fetch gives the field as sent.
+  and their derivatives) also offers each value as the origin picks its virtual host by
+  it: without its port and trailing dots (normalize.canonical_host) and in lower case
+  (host names ignore case, RFC 3986 section 3.2.2), so ``hdr(host) admin.example.com``
+  matches ``ADMIN.example.com.:80`` too, with or without ``-i``; outside ACLs the fetch
+  gives the field as sent.
 - Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
 """
 from __future__ import annotations
@@ -849,7 +851,9 @@ _HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
 
 
 def _with_canonical_host(fn: Callable) -> Callable:
-    canon = lru_cache(maxsize=1024)(canonical_host)
+    @lru_cache(maxsize=1024)
+    def canon(value: bytes) -> bytes:
+        return canonical_host(value).lower()
 
     def run(view):
         values = fn(view)

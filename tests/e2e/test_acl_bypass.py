@@ -40,7 +40,7 @@ def proxy(start_splicer):
     path without per-request decisions), `norm` (normalize-uri rules, then the deny),
     `lax` (no rule, option accept-invalid-http-request)."""
     o = origin()
-    ports = {name: free_port() for name in ("rules", "plain", "norm", "lax")}
+    ports = {name: free_port() for name in ("rules", "plain", "norm", "lax", "nocase")}
     sp = start_splicer(DEFAULTS + f"""
 frontend rules
     bind 127.0.0.1:{ports['rules']}
@@ -52,6 +52,11 @@ frontend plain
 frontend norm
     bind 127.0.0.1:{ports['norm']}
 {NORMALIZE}
+    default_backend app
+frontend nocase
+    bind 127.0.0.1:{ports['nocase']}
+    http-request deny if {{ hdr(host) admin.example.com }}
+    http-request deny if {{ hdr_end(host) .internal }}
     default_backend app
 frontend lax
     bind 127.0.0.1:{ports['lax']}
@@ -165,6 +170,20 @@ def test_host_spellings_are_denied_or_refused(proxy):
         assert status_line(exchange(ports["rules"], head)) == BAD, head
     assert forwarded(o) == []
     assert status_line(exchange(ports["rules"], get(b"/", b"www.example.com:80"))) == b"HTTP/1.1 200 OK"
+    assert forwarded(o) == [b"GET / HTTP/1.1"]
+
+
+def test_host_rules_without_ignore_case_still_match_every_case(proxy):
+    """Host names ignore case (RFC 3986 section 3.2.2): a Host ACL written without -i is
+    not bypassed by capitals (where haproxy would let them through)."""
+    sp, ports, o = proxy
+    for head in HOST_SPELLINGS:
+        if b"//admin" not in head:  # (that one is the path rule's)
+            assert status_line(exchange(ports["nocase"], head)) == FORBIDDEN, head
+    for host in (b"db.INTERNAL", b"db.Internal.:8080", b"x.internal"):
+        assert status_line(exchange(ports["nocase"], get(b"/", host))) == FORBIDDEN, host
+    assert forwarded(o) == []
+    assert status_line(exchange(ports["nocase"], get(b"/", b"WWW.example.com:80"))) == b"HTTP/1.1 200 OK"
     assert forwarded(o) == [b"GET / HTTP/1.1"]
 
 

@@ -255,10 +255,14 @@ def test_host_acls_match_without_port_and_trailing_dot():
               b"admin.example.com.", b"ADMIN.example.com.:8080"):
         assert cond(view(b"/", host=h)) is True, h
     assert cond(view(b"/", host=b"admin.example.com.evil")) is False
-    # case still follows -i, as in haproxy
+    # host names ignore case (RFC 3986 section 3.2.2): without -i too (haproxy differs)
     cond = parse_condition(["if", "{", "req.hdr(host)", "admin.example.com", "}"])
     assert cond(view(b"/", host=b"admin.example.com:443")) is True
-    assert cond(view(b"/", host=b"ADMIN.example.com:443")) is False
+    assert cond(view(b"/", host=b"ADMIN.example.com:443")) is True
+    # a pattern with capitals and no -i matches the field as sent only
+    cond = parse_condition(["if", "{", "req.hdr(host)", "ADMIN.example.com", "}"])
+    assert cond(view(b"/", host=b"ADMIN.example.com")) is True
+    assert cond(view(b"/", host=b"admin.example.com")) is False
     cond = parse_condition(["if", "{", "hdr(host),lower", "admin.example.com", "}"])
     assert cond(view(b"/", host=b"ADMIN.example.com.:443")) is True
     # outside ACLs the fetch gives the field as sent (haproxy)
