@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from splicer.config.model import Balance, Bind, HashType, PersistRule, Server, SwitchingRule, UseServerRule
-from splicer.config.units import parse_size, parse_time
+from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
@@ -781,15 +781,17 @@ def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:
 # persistence and reuse: cookie, use-server, force-persist, ignore-persist, http-reuse  -----
 
 _COOKIE_FLAGS = ("indirect", "nocache", "postonly", "preserve", "httponly", "secure")
-_COOKIE_UNSUPPORTED = ("maxidle", "maxlife", "dynamic")
+_COOKIE_UNSUPPORTED = ("dynamic",)
+_COOKIE_TIMES = ("maxidle", "maxlife")
 
 
 def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
     """haproxy ``cookie <name> [rewrite | insert | prefix] [indirect] [nocache] [postonly]
-    [preserve] [httponly] [secure] [domain <domain>]* [attr <value>]*``: key ``cookie``, an
-    http.persist.CookiePolicy. haproxy's own checks: the three modes exclude each other,
-    ``indirect`` does not go with ``rewrite``, ``preserve`` needs ``insert`` or ``indirect``.
-    ``maxidle``, ``maxlife`` and ``dynamic`` are refused (not supported)."""
+    [preserve] [httponly] [secure] [domain <domain>]* [maxidle <idle>] [maxlife <life>]``: key
+    ``cookie``, an http.persist.CookiePolicy. haproxy's own checks: the three modes exclude
+    each other, ``indirect`` does not go with ``rewrite``, ``preserve`` needs ``insert`` or
+    ``indirect``; ``maxidle`` / ``maxlife`` take a time in seconds by default (units.
+    parse_seconds). ``dynamic`` and ``attr`` are refused (not supported)."""
     _need(args, 1, "'cookie' expects <name> [rewrite|insert|prefix] [options]")
     name = args[0]
     if not name or not _FIELD_NAME.match(name):
@@ -797,6 +799,7 @@ def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
     mode = ""
     flags: dict[str, bool] = {}
     domains: list[str] = []
+    times: dict[str, int] = {}
     i = 1
     while i < len(args):
         word = args[i]
@@ -814,17 +817,25 @@ def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
                 raise ArgError(f"'cookie {name}': invalid domain '{domain}'")
             domains.append(domain)
             i += 1
+        elif word in _COOKIE_TIMES:
+            if i + 1 >= len(args):
+                raise ArgError(f"'cookie {name}': '{word}' expects <{word[3:]}time> in seconds as argument")
+            try:
+                times[word] = parse_seconds(args[i + 1])
+            except ValueError as exc:
+                raise ArgError(f"'cookie {name}': '{word}': {exc}") from None
+            i += 1
         elif word in _COOKIE_UNSUPPORTED or word == "attr":
             raise ArgError(f"'cookie {name}': '{word}' is not supported")
         else:
             raise ArgError(f"'cookie {name}': unknown option '{word}'"
-                           + did_you_mean(word, (*COOKIE_MODES, *_COOKIE_FLAGS, "domain")))
+                           + did_you_mean(word, (*COOKIE_MODES, *_COOKIE_FLAGS, "domain", *_COOKIE_TIMES)))
         i += 1
     if mode == "rewrite" and flags.get("indirect"):
         raise ArgError(f"'cookie {name}': 'rewrite' and 'indirect' modes are mutually exclusive")
     if flags.get("preserve") and not (mode == "insert" or flags.get("indirect")):
         raise ArgError(f"'cookie {name}': 'preserve' requires at least 'insert' or 'indirect'")
-    ctx.set("cookie", CookiePolicy(name, mode or "rewrite", domains=tuple(domains), **flags))
+    ctx.set("cookie", CookiePolicy(name, mode or "rewrite", domains=tuple(domains), **flags, **times))
 
 
 def _condition(what: str, ctx: Context, args: Sequence[str]):

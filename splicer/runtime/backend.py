@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -194,7 +195,7 @@ class Backend:
         cookie = None
         server = None
         if self.cookie is not None:
-            cookie = persist.request_cookie(self.cookie, fields)
+            cookie = persist.request_cookie(self.cookie, fields, int(time.time()))  # cookie dates: UNIX time
             server = persist.server_by_value(self._cookie_values, cookie.value)
         up = self.balancer.up
         choice = persist.choose(server, up.__getitem__, persist=self.model.persist, force=force,
@@ -210,7 +211,8 @@ class Backend:
         value = self.servers[lease_server].model.cookie.encode("latin-1")
         return persist.response_fields(self.cookie, fields, value,
                                        direct=p.choice.direct and p.choice.server == lease_server,
-                                       present=c.present, method=method, ignore=p.choice.ignore)
+                                       present=c.present, method=method, ignore=p.choice.ignore,
+                                       now=int(time.time()), last_date=c.last_date, first_date=c.first_date)
 
     def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
         """The balancing key of a request (balance/key.py), or None when the algorithm
