@@ -340,7 +340,11 @@ class Backend:
 
     @staticmethod
     def _lend(lease: Lease) -> Lease:
+        """Register `lease` with its server, and report the established connection to its
+        health (observe: haproxy reports HANA_STATUS_L4_OK for every stream that gets one,
+        a reused idle connection included)."""
         lease.server.leases.add(lease)
+        lease.server.observe(Event.L4_OK)
         return lease
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
@@ -427,7 +431,6 @@ class Backend:
                 # server's maxconn holds (someone else may have taken it)
                 i = await (self._pick(avoid, key, i) if force == i else self._pick(everyone - {i}))
                 continue
-            srv.observe(Event.L4_OK)
             srv.counters.stot += 1
             self.counters.stot += 1
             return self._lend(Lease(srv, sock, False, used))

@@ -127,6 +127,17 @@ def test_layer4_refused_connections_mark_a_server_down_after_error_limit(start_s
         good.close()
 
 
+def settled(sp, backend: str, server: str, timeout: float = 10.0) -> dict:
+    """The server's counters once it has no stream left (scur 0): every stream recorded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = sp.stats()["backends"][backend]["servers"][server]
+        if st["scur"] == 0:
+            return st
+        assert time.monotonic() < deadline, f"streams still open: {st}"
+        time.sleep(0.05)
+
+
 def start_download(port: int) -> tuple[socket.socket, bytes]:
     """GET /big on a new connection; returns the socket and what came until the head's end
     and FIRST body bytes."""
@@ -164,7 +175,8 @@ def test_on_marked_down_shutdown_sessions_cuts_a_download_short(start_splicer):
         body = got.partition(b"\r\n\r\n")[2] + rest_of(s)
         assert FIRST <= len(body) < BIG  # ended, and visibly short of its Content-Length
         wait_log(sp, "backend farm server slow: 1 stream(s) shut down (on-marked-down)")
-        assert sp.stats()["backends"]["farm"]["servers"]["slow"]["terms"].get("DD") == 1
+        s.close()
+        assert settled(sp, "farm", "slow")["terms"] == {"DD": 1}
     finally:
         slow.release.set()
         if s is not None:
@@ -215,7 +227,8 @@ def test_on_marked_up_shutdown_backup_sessions_cuts_a_backup_download(start_spli
         body = got.partition(b"\r\n\r\n")[2] + rest_of(s)
         assert FIRST <= len(body) < BIG
         wait_log(sp, "backend farm server main: 1 backup stream(s) shut down (on-marked-up)")
-        assert sp.stats()["backends"]["farm"]["servers"]["spare"]["terms"].get("UD") == 1
+        s.close()
+        assert settled(sp, "farm", "spare")["terms"] == {"UD": 1}
         assert get(port) == "200 main"
     finally:
         spare.release.set()
@@ -223,3 +236,84 @@ def test_on_marked_up_shutdown_backup_sessions_cuts_a_backup_download(start_spli
             s.close()
         main.close()
         spare.close()
+
+
+class MuteOrigin(ThreadedServer):
+    """Accepts, reads and never answers (except `GET /health`, with `health`); for tcp mode,
+    echoes nothing and holds the connection until the peer goes."""
+
+    def __init__(self, health: int = 200) -> None:
+        self.health = health
+        self.held = threading.Event()
+        super().__init__()
+
+    def _conn(self, c: socket.socket) -> None:
+        try:
+            data = c.recv(65536)
+            if not data:
+                return  # (a connection that sends nothing: splicer's start-up port probe)
+            if data.startswith(b"GET /health "):
+                c.sendall(b"HTTP/1.1 %d X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % self.health)
+                return
+            self.held.set()
+            while c.recv(65536):
+                pass
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def test_on_marked_down_a_request_waiting_for_its_response_head_gets_502(start_splicer):
+    mute = MuteOrigin()
+    port = free_port()
+    cfg = http_config(port, [("mute", mute.port)],
+                      server_opts="check inter 100ms rise 1 fall 1 on-marked-down shutdown-sessions",
+                      extra_backend="    option httpchk GET /health\n")
+    sp = start_splicer(cfg, [port])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert mute.held.wait(10)
+        mute.health = 503
+        wait_log(sp, "backend farm server mute is DOWN (L7STS 503, 1 in a row)")
+        answer = rest_of(s)  # not a hang until `timeout server` (30s)
+        assert answer.startswith(b"HTTP/1.1 502 ")
+        s.close()  # the session ends (and its stream is counted) once the client is gone too
+        assert settled(sp, "farm", "mute")["terms"] == {"DH": 1}
+    finally:
+        s.close()
+        mute.close()
+
+
+def test_on_marked_down_ends_a_tcp_mode_tunnel(start_splicer):
+    """mode tcp: the origin stops listening (its established connection stays), the layer-4
+    check fails, the server goes DOWN and its tunnel is ended."""
+    held = MuteOrigin()
+    port = free_port()
+    cfg = f"""
+global
+    nbthread 1
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 30s
+    timeout server 30s
+listen tun
+    bind 127.0.0.1:{port}
+    server t 127.0.0.1:{held.port} check inter 100ms rise 1 fall 1 on-marked-down shutdown-sessions
+"""
+    sp = start_splicer(cfg, [port])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"hello")
+        assert held.held.wait(10)
+        held.close()  # refuses new connections from now on
+        wait_log(sp, "backend tun server t is DOWN (L4CON, 1 in a row)")
+        assert rest_of(s) == b""  # the tunnel ended (not after `timeout client`)
+        wait_log(sp, "backend tun server t: 1 stream(s) shut down (on-marked-down)")
+        s.close()
+        # (the other tunnel, "--", is the start-up probe of the listening port)
+        assert settled(sp, "tun", "t")["terms"] == {"DD": 1, "--": 1}
+    finally:
+        s.close()
