@@ -768,17 +768,19 @@ class Stream:
             except OSError:
                 head = None
             if head is None or not head_complete(head):
+                body_failed = (body_task is not None and body_task.done()
+                               and body_task.result().end is not End.DONE)
                 # observe layer7: a close or read error on a reused connection is the
-                # keep-alive race, not the server's fault (haproxy skips SF_SRV_REUSED)
+                # keep-alive race, not the server's fault (haproxy skips SF_SRV_REUSED);
+                # nor is one that followed a failed request body, or splicer's own shutdown
                 if head:
                     lease.server.observe(Event.HTTP_HDRRSP)
-                elif not lease.reused and lease.killed is None and not (body_task is not None and body_task.done()
-                                               and body_task.result().end is not End.DONE):
+                elif not (lease.reused or body_failed or lease.killed):
                     lease.server.observe(Event.HTTP_BROKEN_PIPE if head is not None else Event.HTTP_READ_ERROR)
                 head = head or b""
                 if not head and lease.reused and body_task is None:
                     raise _Failed(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
-                if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
+                if body_failed:
                     # the request body failed first (and shut the server side down); its
                     # termination is recorded already
                     end = body_task.result().end

@@ -13,6 +13,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from tests.e2e.helpers import ThreadedServer, free_port, http_config
 
 BIG = 4 << 20
@@ -317,3 +319,46 @@ listen tun
         assert settled(sp, "tun", "t")["terms"] == {"DD": 1, "--": 1}
     finally:
         s.close()
+
+
+class ClosingOrigin(ThreadedServer):
+    """Reads a request and closes without a word (`mute`: holds the connection instead);
+    answers `GET /health` with 200."""
+
+    def __init__(self, mute: bool) -> None:
+        self.mute = mute
+        super().__init__()
+
+    def _conn(self, c: socket.socket) -> None:
+        try:
+            data = c.recv(65536)
+            if data.startswith(b"GET /health "):
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            elif data and self.mute:
+                while c.recv(65536):
+                    pass
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+
+@pytest.mark.parametrize("mute, status, event", [
+    (False, 502, "Close from server (http)"),
+    (True, 504, "Read timeout (http)"),
+])
+def test_layer7_no_response_counts_as_an_error(start_splicer, mute, status, event):
+    origin = ClosingOrigin(mute)
+    port = free_port()
+    cfg = http_config(port, [("s", origin.port)],
+                      server_opts="check inter 60s observe layer7 error-limit 2 on-error mark-down",
+                      extra_backend="    option httpchk GET /health\n    timeout server 300ms\n")
+    sp = start_splicer(cfg, [port])
+    try:
+        assert [get(port).split()[0] for _ in range(2)] == [str(status)] * 2
+        wait_log(sp, f"backend farm server s is DOWN (Health analyze: 2 consecutive errors, "
+                     f"last one was: {event})")
+        assert get(port) == "503 None"  # no server left
+    finally:
+        origin.close()
