@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from splicer.config.model import Balance, Bind, HashType, PersistRule, Server, SwitchingRule, UseServerRule
-from splicer.config.units import parse_size, parse_time
+from splicer.config.units import parse_seconds, parse_size, parse_time
+from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
 from splicer.http.rules import RuleError, parse_rule
@@ -635,14 +636,15 @@ def _parse_hash_balance_factor(ctx: Context, args: Sequence[str]) -> None:
 
 
 SERVER_OPTIONS = ("weight", "maxconn", "maxqueue", "disabled", "enabled", "check", "no-check",
-                  "inter", "rise", "fall", "backup", "no-backup", "slowstart", "cookie", "pool-max-conn")
+                  "inter", "fastinter", "downinter", "rise", "fall", "backup", "no-backup", "slowstart",
+                  "cookie", "pool-max-conn", "observe", "error-limit", "on-error", "on-marked-down",
+                  "on-marked-up")
 """Server options splicer reads (on `server` and `default-server` lines)."""
 
 HAPROXY_SERVER_OPTIONS = frozenset({
     "addr", "agent-check", "agent-inter", "agent-port", "alpn", "ca-file",
-    "crt", "downinter", "error-limit", "fastinter", "id", "init-addr",
-    "minconn", "non-stick", "observe", "on-error", "on-marked-down",
-    "on-marked-up", "pool-purge-delay", "port", "proto", "redir", "resolvers",
+    "crt", "id", "init-addr",
+    "minconn", "non-stick", "pool-purge-delay", "port", "proto", "redir", "resolvers",
     "resolve-prefer", "send-proxy", "send-proxy-v2", "sni", "source", "ssl",
     "track", "verify", "check-ssl", "check-sni", "tfo", "ws", "hash-key",
 })
@@ -653,6 +655,17 @@ _SERVER_FLAGS = {"disabled": ("disabled", True), "enabled": ("disabled", False),
                  "backup": ("backup", True), "no-backup": ("backup", False)}
 """Flag options: option -> (Server field, value); the ``no-``/``enabled`` forms undo a
 `default-server` setting, as in haproxy."""
+
+
+_SERVER_CHOICES = {
+    "observe": ("observe", ("none", *OBSERVE_MODES), "one of 'none', 'layer4', 'layer7'"),
+    "on-error": ("on_error", ON_ERROR, "one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down'"),
+    "on-marked-down": ("on_marked_down", ("shutdown-sessions",), "'shutdown-sessions'"),
+    "on-marked-up": ("on_marked_up", ("shutdown-backup-sessions",), "'shutdown-backup-sessions'"),
+}
+"""Options taking one word of a fixed list: option -> (Server field, the words, what the
+message says is expected); haproxy src/server.c srv_parse_observe() and its neighbours
+(`observe none` turns observing off: the field is "")."""
 
 
 def _server_options(what: str, args: Sequence[str]) -> dict[str, object]:
@@ -672,7 +685,8 @@ def _server_options(what: str, args: Sequence[str]) -> dict[str, object]:
     i = 0
     while i < len(args):
         opt = args[i]
-        if opt in ("weight", "maxconn", "maxqueue", "inter", "rise", "fall", "slowstart"):
+        if opt in ("weight", "maxconn", "maxqueue", "inter", "fastinter", "downinter", "rise", "fall",
+                   "slowstart", "error-limit"):
             if i + 1 >= len(args):
                 raise ArgError(f"{what}: '{opt}' expects a value")
             value = args[i + 1]
@@ -680,16 +694,25 @@ def _server_options(what: str, args: Sequence[str]) -> dict[str, object]:
                 out["weight"] = _server_int(what, opt, value, 0, 256)
             elif opt in ("maxconn", "maxqueue"):
                 out[opt] = _server_int(what, opt, value, 0, MAX_INT)
-            elif opt in ("inter", "slowstart"):
+            elif opt in ("inter", "fastinter", "downinter", "slowstart"):
                 try:
                     seconds = parse_time(value)
-                    if opt == "inter" and seconds == 0:
+                    if opt != "slowstart" and seconds == 0:
                         raise ValueError("the interval must be greater than zero")
                 except ValueError as exc:
                     raise ArgError(f"{what}: '{opt}': {exc}") from None
                 out[opt] = seconds
             else:
-                out[opt] = _server_int(what, opt, value, 1, MAX_INT)
+                out[opt.replace("-", "_")] = _server_int(what, opt, value, 1, MAX_INT)
+            i += 2
+        elif opt in _SERVER_CHOICES:
+            field_name, choices, expected = _SERVER_CHOICES[opt]
+            if i + 1 >= len(args):
+                raise ArgError(f"{what}: '{opt}' expects a value")
+            value = args[i + 1]
+            if value not in choices:
+                raise ArgError(f"{what}: '{opt}' expects {expected} but got '{value}'")
+            out[field_name] = "" if value == "none" else value
             i += 2
         elif opt in ("cookie", "pool-max-conn"):
             if i + 1 >= len(args):
@@ -758,15 +781,17 @@ def _server_int(what: str, opt: str, value: str, lo: int, hi: int) -> int:
 # persistence and reuse: cookie, use-server, force-persist, ignore-persist, http-reuse  -----
 
 _COOKIE_FLAGS = ("indirect", "nocache", "postonly", "preserve", "httponly", "secure")
-_COOKIE_UNSUPPORTED = ("maxidle", "maxlife", "dynamic")
+_COOKIE_UNSUPPORTED = ("dynamic",)
+_COOKIE_TIMES = ("maxidle", "maxlife")
 
 
 def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
     """haproxy ``cookie <name> [rewrite | insert | prefix] [indirect] [nocache] [postonly]
-    [preserve] [httponly] [secure] [domain <domain>]* [attr <value>]*``: key ``cookie``, an
-    http.persist.CookiePolicy. haproxy's own checks: the three modes exclude each other,
-    ``indirect`` does not go with ``rewrite``, ``preserve`` needs ``insert`` or ``indirect``.
-    ``maxidle``, ``maxlife`` and ``dynamic`` are refused (not supported)."""
+    [preserve] [httponly] [secure] [domain <domain>]* [maxidle <idle>] [maxlife <life>]``: key
+    ``cookie``, an http.persist.CookiePolicy. haproxy's own checks: the three modes exclude
+    each other, ``indirect`` does not go with ``rewrite``, ``preserve`` needs ``insert`` or
+    ``indirect``; ``maxidle`` / ``maxlife`` take a time in seconds by default (units.
+    parse_seconds). ``dynamic`` and ``attr`` are refused (not supported)."""
     _need(args, 1, "'cookie' expects <name> [rewrite|insert|prefix] [options]")
     name = args[0]
     if not name or not _FIELD_NAME.match(name):
@@ -774,6 +799,7 @@ def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
     mode = ""
     flags: dict[str, bool] = {}
     domains: list[str] = []
+    times: dict[str, int] = {}
     i = 1
     while i < len(args):
         word = args[i]
@@ -791,17 +817,25 @@ def _parse_cookie(ctx: Context, args: Sequence[str]) -> None:
                 raise ArgError(f"'cookie {name}': invalid domain '{domain}'")
             domains.append(domain)
             i += 1
+        elif word in _COOKIE_TIMES:
+            if i + 1 >= len(args):
+                raise ArgError(f"'cookie {name}': '{word}' expects <{word[3:]}time> in seconds as argument")
+            try:
+                times[word] = parse_seconds(args[i + 1])
+            except ValueError as exc:
+                raise ArgError(f"'cookie {name}': '{word}': {exc}") from None
+            i += 1
         elif word in _COOKIE_UNSUPPORTED or word == "attr":
             raise ArgError(f"'cookie {name}': '{word}' is not supported")
         else:
             raise ArgError(f"'cookie {name}': unknown option '{word}'"
-                           + did_you_mean(word, (*COOKIE_MODES, *_COOKIE_FLAGS, "domain")))
+                           + did_you_mean(word, (*COOKIE_MODES, *_COOKIE_FLAGS, "domain", *_COOKIE_TIMES)))
         i += 1
     if mode == "rewrite" and flags.get("indirect"):
         raise ArgError(f"'cookie {name}': 'rewrite' and 'indirect' modes are mutually exclusive")
     if flags.get("preserve") and not (mode == "insert" or flags.get("indirect")):
         raise ArgError(f"'cookie {name}': 'preserve' requires at least 'insert' or 'indirect'")
-    ctx.set("cookie", CookiePolicy(name, mode or "rewrite", domains=tuple(domains), **flags))
+    ctx.set("cookie", CookiePolicy(name, mode or "rewrite", domains=tuple(domains), **flags, **times))
 
 
 def _condition(what: str, ctx: Context, args: Sequence[str]):

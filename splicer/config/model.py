@@ -81,6 +81,15 @@ class Server:
             that designates this server ("" = none; http/persist.py).
         pool_max_conn: haproxy `pool-max-conn`: most idle connections kept for reuse
             (-1 = no limit, 0 = none kept).
+        fastinter / downinter: haproxy `fastinter` / `downinter`, seconds (0 = not set:
+            `inter`): the check interval while the server's health is in transition (or an
+            `on-error` event asked for it) / while it is fully DOWN (health/state.py).
+        observe: haproxy `observe`: "layer4", "layer7", or "" (none); live traffic counts
+            as health information (health/observe.py); it takes effect with `check` only.
+        error_limit: haproxy `error-limit`: observed errors in a row that trigger `on_error`.
+        on_error: haproxy `on-error`: "fastinter", "fail-check", "sudden-death" or "mark-down".
+        on_marked_down: haproxy `on-marked-down`: "shutdown-sessions" or "" (none).
+        on_marked_up: haproxy `on-marked-up`: "shutdown-backup-sessions" or "" (none).
         explicit: the option fields the `server` line itself sets; the others come from
             the `default-server` lines above it (resolve.py). Not part of equality.
     """
@@ -100,6 +109,13 @@ class Server:
     maxqueue: int = 0
     cookie: str = ""
     pool_max_conn: int = -1
+    fastinter: float = 0.0
+    downinter: float = 0.0
+    observe: str = ""
+    error_limit: int = 10
+    on_error: str = "fail-check"
+    on_marked_down: str = ""
+    on_marked_up: str = ""
     file: str = ""
     line: int = 0
     explicit: frozenset = field(default=frozenset(), compare=False)

@@ -35,6 +35,9 @@ Theory of operation (haproxy semantics unless noted):
   (backend + listen) are unique; server names are unique within a backend. A backend without
   servers is valid: its requests get 503. A layer-7 hash (``balance uri``, ``url_param``,
   ``hdr()``) in mode tcp falls back to roundrobin with a warning, as in haproxy.
+  ``observe layer7`` needs mode http (an error, as haproxy's alert); ``observe`` on a server
+  without ``check`` is accepted and does nothing (haproxy's health_adjust() needs a check
+  task), with a warning that haproxy does not give.
 """
 from __future__ import annotations
 
@@ -149,6 +152,15 @@ def resolve(raw: RawConfig) -> Config:
                                        f"(first at {first.file}:{first.line})")
                 else:
                     seen[server.name] = server
+            for server in backend.servers:
+                if server.observe == "layer7" and backend.mode != "http":
+                    error(server.line, f"{where}: server '{server.name}': 'observe layer7' can only "
+                                       "be used in http proxies")
+                elif server.observe and not server.check:
+                    # haproxy accepts it silently and observes nothing (health_adjust() needs
+                    # a check task): splicer does the same, and says so
+                    warnings.append(f"{server.file}:{server.line}: {where}: server '{server.name}': "
+                                    f"'observe {server.observe}' has no effect without 'check'")
             for rule in backend.use_server:
                 if rule.server not in seen:
                     error(rule.line, f"{where}: use-server '{rule.server}' names no server of this "

@@ -71,6 +71,34 @@ def parse_time(text: str) -> float:
     return value * mult / div
 
 
+MAX_TIME_S = 2**31 - 1
+"""Largest time in seconds haproxy accepts where a keyword counts in seconds (2147483647 s)."""
+
+
+def parse_seconds(text: str) -> int:
+    """Parse a haproxy time value counted in whole seconds (haproxy parse_time_err() with
+    TIME_UNIT_S, as `cookie ... maxidle` / `maxlife` read theirs): no unit means seconds.
+
+    Returns:
+        The duration in whole seconds, rounded down (``"1500ms"`` gives 1); ``"0"`` gives 0.
+
+    Raises:
+        ValueError: as parse_time() for the syntax; a non-zero value under one second
+            (haproxy's "timer underflow"), or one above 2147483647 s ("timer overflow").
+    """
+    match = _NUMBER.match(text)
+    if not match or match.group(2) not in ("", *TIME_UNITS):
+        parse_time(text)  # raises the same message as every other time value
+    digits, unit = match.groups()
+    mult, div = TIME_UNITS[unit or "s"]
+    value = int(digits) * mult // div
+    if value == 0 and int(digits) != 0:
+        raise ValueError(f"time '{text}' is under the minimum non-null value of 1 s")
+    if value > MAX_TIME_S:
+        raise ValueError(f"time '{text}' is too large (maximum is {MAX_TIME_S} s, about 68 years)")
+    return value
+
+
 def parse_size(text: str) -> int:
     """Parse a haproxy size value into bytes.
 

@@ -1,13 +1,15 @@
 """Health probes: every `inter` seconds, a TCP connect to each checked server (haproxy's
 default layer-4 check) or, with `option httpchk`, an HTTP request whose status line is
 judged (health/state.py); the outcome feeds the server's HealthState, and transitions mark
-the server up or down in the backend's balancer and are logged. Each worker probes on its
-own."""
+the server up or down in the backend's balancer and are logged. With `observe`, the
+traffic feeds the same state (ServerHealth.observe). Each worker probes, and observes its
+own traffic, on its own."""
 from __future__ import annotations
 
 import asyncio
 import logging
 
+from splicer.health.observe import Event, Observer
 from splicer.health.state import CheckStatus, HealthState, judge_response
 from splicer.runtime import io
 
@@ -66,28 +68,86 @@ async def probe_http(loop: asyncio.AbstractEventLoop, host: str, port: int, conn
         sock.close()
 
 
-async def check_server(backend, server) -> None:
-    """Check `server` of `backend` forever (until cancelled), every `server.model.inter`
-    seconds. As in haproxy, the connection must open within `timeout connect` (or `inter`
-    when shorter), and an `option httpchk` response must come within `timeout check` when
-    it is set, else `inter`."""
-    m = server.model
-    bm = backend.model
-    state = HealthState(m.rise, m.fall)
-    connect_timeout = min(bm.timeouts.connect or m.inter, m.inter)
-    read_timeout = bm.timeouts.check or m.inter
-    while True:
-        code = 0
-        if bm.httpchk is None:
-            status = await probe(backend.loop, server.addr[0], server.addr[1], connect_timeout)
-        else:
-            status, code = await probe_http(backend.loop, server.addr[0], server.addr[1],
-                                            connect_timeout, read_timeout, bm.httpchk,
-                                            bm.check_expect)
-        change = state.result(status)
+class ServerHealth:
+    """One checked server's health at run time: its HealthState, fed by its probes, and
+    (with `observe`) its Observer, fed by the traffic (health/observe.py). Every transition,
+    whichever fed it, goes to Backend.server_state() (balancer, on-marked-down/up) and the
+    log.
+
+    Args:
+        backend: the runtime Backend.
+        server: its runtime Server (`check` set); `server.health` is set to this object.
+
+    Attributes:
+        state: the HealthState.
+        observer: the Observer, None without `observe`.
+    """
+
+    def __init__(self, backend, server) -> None:
+        m = server.model
+        self.backend = backend
+        self.server = server
+        self.state = HealthState(m.rise, m.fall)
+        self.observer = Observer(m.observe, m.error_limit, m.on_error) if m.observe else None
+        self._wake: asyncio.Event | None = None  # set when an on-error event wants fastinter
+        server.health = self
+
+    def observe(self, event: Event) -> None:
+        """Count one observed event; at `error-limit` errors in a row apply `on-error`
+        (haproxy __health_adjust()): the health may drop (the server may go DOWN at once)
+        and the check loop is woken to bring its next check forward to `fastinter`."""
+        if self.observer is None:
+            return
+        mode = self.observer.event(event)
+        if mode is None:
+            return
+        be, m = self.backend, self.server.model
+        change = self.state.on_error(mode)
+        why = f"Health analyze: {m.error_limit} consecutive errors, last one was: {event.value}"
+        log.warning("backend %s server %s: %s (on-error %s)", be.name, m.name, why, mode)
         if change is not None:
-            backend.balancer.set_up(server.index, change and not m.disabled, backend.loop.time())
-            log.warning("backend %s server %s is %s (%s%s, %d in a row)", backend.name, m.name,
-                        "UP" if change else "DOWN", status.value,
-                        f" {code}" if code else "", m.rise if change else m.fall)
-        await asyncio.sleep(m.inter)
+            self._changed(change, why)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _changed(self, up: bool, why: str) -> None:
+        be, m = self.backend, self.server.model
+        log.warning("backend %s server %s is %s (%s)", be.name, m.name, "UP" if up else "DOWN", why)
+        be.server_state(self.server.index, up)
+
+    async def run(self) -> None:
+        """Check the server forever (until cancelled). As in haproxy, the connection must
+        open within `timeout connect` (or `inter` when shorter), and an `option httpchk`
+        response must come within `timeout check` when it is set, else `inter`. The next
+        check comes after HealthState.interval(): `inter`, `fastinter` or `downinter`; an
+        on-error event brings a later one forward to `fastinter` from now."""
+        be, srv = self.backend, self.server
+        m, bm, loop, state = srv.model, be.model, be.loop, self.state
+        connect_timeout = min(bm.timeouts.connect or m.inter, m.inter)
+        read_timeout = bm.timeouts.check or m.inter
+        self._wake = asyncio.Event()
+        while True:
+            code = 0
+            if bm.httpchk is None:
+                status = await probe(loop, srv.addr[0], srv.addr[1], connect_timeout)
+            else:
+                status, code = await probe_http(loop, srv.addr[0], srv.addr[1], connect_timeout,
+                                                read_timeout, bm.httpchk, bm.check_expect)
+            if status.passed and self.observer is not None:
+                self.observer.reset()
+            change = state.result(status)
+            if change is not None:
+                self._changed(change, f"{status.value}{f' {code}' if code else ''}, "
+                                      f"{m.rise if change else m.fall} in a row")
+            due = loop.time() + state.interval(m.inter, m.fastinter, m.downinter)
+            state.fast = False
+            while (left := due - loop.time()) > 0:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), left)
+                except TimeoutError:
+                    break
+                sooner = loop.time() + state.interval(m.inter, m.fastinter, m.downinter)
+                state.fast = False
+                due = min(due, sooner)
+

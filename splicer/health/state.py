@@ -54,20 +54,40 @@ def judge_response(data: bytes, expect: tuple[tuple[int, int], ...] = ()) -> tup
 
 
 class HealthState:
-    """Consecutive-result counter with haproxy's rise/fall hysteresis.
+    """One server's check health, kept as haproxy keeps it: a counter `health` from 0 to
+    rise + fall - 1 (src/check.c set_server_check_status()).
+
+    A server starts UP at full health (rise + fall - 1). A failed check takes one off; when
+    health drops below `rise` it falls to 0 and the server is DOWN (so `fall` failures in a
+    row from full health take it down). A passed check adds one; when health reaches `rise`
+    it jumps to full and the server is UP (so `rise` passes in a row bring it back). The
+    observe keyword's `on-error` modes act on the same counter (on_error()), and
+    interval() picks `inter`, `fastinter` or `downinter` from it (haproxy srv_getinter()).
 
     Args:
         rise: passed checks in a row that bring a DOWN server UP (>= 1).
         fall: failed checks in a row that take an UP server DOWN (>= 1).
+
+    Attributes:
+        up: the server is UP as far as its checks go.
+        health: haproxy's check->health, 0 .. rise + fall - 1.
+        fast: haproxy's CHK_ST_FASTINTER: an on-error event asked for the next check to come
+            after `fastinter`; the check loop clears it once it has scheduled that check.
     """
 
-    __slots__ = ("rise", "fall", "up", "_streak")
+    __slots__ = ("rise", "fall", "up", "health", "fast")
 
     def __init__(self, rise: int, fall: int) -> None:
         self.rise = rise
         self.fall = fall
         self.up = True
-        self._streak = 0  # results in a row that go against the current state
+        self.health = rise + fall - 1
+        self.fast = False
+
+    @property
+    def full(self) -> int:
+        """The health of a server UP with no failure since its last pass: rise + fall - 1."""
+        return self.rise + self.fall - 1
 
     def result(self, status: CheckStatus) -> bool | None:
         """Record one probe's outcome.
@@ -76,12 +96,64 @@ class HealthState:
             True when the server just went UP, False when it just went DOWN, None when its
             state did not change.
         """
-        if status.passed == self.up:
-            self._streak = 0
-            return None
-        self._streak += 1
-        if self._streak >= (self.rise if not self.up else self.fall):
-            self.up = not self.up
-            self._streak = 0
-            return self.up
+        return self.passed() if status.passed else self.failed()
+
+    def passed(self) -> bool | None:
+        """One passed check (haproxy CHK_RES_PASSED); returns as result()."""
+        if self.health < self.full:
+            self.health += 1
+            if self.health >= self.rise:
+                self.health = self.full
+        if not self.up and self.health >= self.rise:
+            self.up = True
+            return True
         return None
+
+    def failed(self) -> bool | None:
+        """One failed check (haproxy CHK_RES_FAILED); returns as result()."""
+        if self.health > 0:
+            self.health -= 1
+            if self.health < self.rise:
+                self.health = 0
+        if self.up and self.health < self.rise:
+            self.up = False
+            return False
+        return None
+
+    def on_error(self, mode: str) -> bool | None:
+        """Apply an `on-error` mode after `error-limit` observed errors in a row (haproxy
+        src/check.c __health_adjust()). Every mode sets `fast`; then:
+
+        - "fastinter": nothing more;
+        - "fail-check": one failed check;
+        - "sudden-death": health is first brought down to rise + 1 when above it, then one
+          failed check, which leaves the server one failed check from DOWN;
+        - "mark-down": health is set to rise, then one failed check: the server is DOWN.
+
+        Returns:
+            as result(): False when the server just went DOWN, else None.
+
+        Raises:
+            ValueError: an unknown mode.
+        """
+        self.fast = True
+        if mode == "fastinter":
+            return None
+        if mode == "sudden-death":
+            if self.health > self.rise:
+                self.health = self.rise + 1
+        elif mode == "mark-down":
+            self.health = self.rise
+        elif mode != "fail-check":
+            raise ValueError(f"unknown on-error mode {mode!r}")
+        return self.failed()
+
+    def interval(self, inter: float, fastinter: float = 0.0, downinter: float = 0.0) -> float:
+        """Seconds until the next check (haproxy srv_getinter(); 0 for fastinter or
+        downinter means not set): `inter` at full health, `downinter` for a server fully
+        DOWN, `fastinter` in between (going down or coming up) or when `fast` is set."""
+        if not self.fast and self.health == self.full:
+            return inter
+        if not self.up and self.health == 0:
+            return downinter or inter
+        return fastinter or inter

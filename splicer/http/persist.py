@@ -33,6 +33,18 @@ Theory of operation (haproxy configuration.txt "cookie", "use-server", "force-pe
   value; `prefix` mode prepends `VALUE~` to it. With `nocache`, a response in which splicer
   sets or changes the cookie gets `Cache-control: private` unless its Cache-Control already
   forbids shared caching (private, no-cache or no-store).
+- Dates, `maxidle` / `maxlife` (haproxy src/http_ana.c, src/base64.c s30tob64()): in every
+  mode but prefix, a request cookie's value is `SRV[|LAST[|FIRST]]`: the server's value,
+  then the date the cookie was last emitted and the date it was first emitted, each the
+  UNIX time in 4-second units as 5 characters of base64 (30 bits, most significant first,
+  no padding). A cookie older than `maxlife` by its first date, or idle longer than
+  `maxidle` by its last date, or with either date more than 24 hours in the future, is
+  ignored: the request is balanced and gets a fresh cookie. With `maxidle` or `maxlife`,
+  an inserted cookie carries `|LAST` (now, rounded up to the next 4-second unit), and with
+  `maxlife` also `|FIRST` (the request cookie's first date, else now). A request sent to its
+  cookie's server gets the cookie again when its dates need it: its last date has passed
+  (so it is refreshed at most every 4 seconds), or it lacks the first date `maxlife`
+  wants, or has one `maxlife` no longer wants.
 """
 from __future__ import annotations
 
@@ -52,6 +64,74 @@ EXPIRED = b"Expires=Thu, 01-Jan-1970 00:00:01 GMT"
 
 _NO_SHARED_CACHE = (b"private", b"no-cache", b"no-store")
 
+DATE_SEP = b"|"
+"""What separates the server's value from the cookie's dates (haproxy COOKIE_DELIM_DATE)."""
+
+FUTURE_SLACK = 86400
+"""Seconds a cookie date may lie in the future before the cookie is ignored (haproxy: a day)."""
+
+_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_REV = {c: i for i, c in enumerate(_B64)}
+
+
+def s30tob64(value: int) -> bytes:
+    """The low 30 bits of `value` as 5 base64 characters, most significant first, unpadded
+    (haproxy src/base64.c s30tob64())."""
+    return bytes(_B64[(value >> shift) & 0x3F] for shift in (24, 18, 12, 6, 0))
+
+
+def b64tos30(text: bytes) -> int:
+    """The 30-bit value of the first 5 characters of `text` (b64tos30()'s inverse of
+    s30tob64()); -1 when one of them is not a base64 character or there are fewer than 5."""
+    if len(text) < 5:
+        return -1
+    out = 0
+    for c in text[:5]:
+        v = _B64_REV.get(c)
+        if v is None:
+            return -1
+        out = (out << 6) | v
+    return out
+
+
+def date_value(now: int) -> int:
+    """A cookie date for the UNIX time `now` (seconds): 4-second units, rounded up, as
+    haproxy emits them ((now + 3) >> 2)."""
+    return (now + 3) >> 2
+
+
+def cookie_dates(value: bytes) -> tuple[bytes, int, int]:
+    """Split a request cookie value `SRV[|LAST[|FIRST]]` (haproxy http_manage_client_side_cookies()).
+
+    Returns:
+        (server value, last date, first date), the dates in UNIX seconds (multiples of 4),
+        0 where absent or unreadable.
+    """
+    srv, sep, rest = value.partition(DATE_SEP)
+    if not sep:
+        return value, 0, 0
+    last = first = 0
+    if len(rest) >= 5:
+        v = b64tos30(rest)
+        if v > 0:
+            last = v << 2
+    bar = rest.find(DATE_SEP)
+    if bar >= 0 and len(rest) - bar > 5:
+        v = b64tos30(rest[bar + 1:])
+        if v > 0:
+            first = v << 2
+    return srv, last, first
+
+
+def cookie_expired(policy: "CookiePolicy", last: int, first: int, now: int) -> bool:
+    """True when a request cookie with dates `last` / `first` (UNIX seconds, 0: none) must be
+    ignored at `now`: older than `maxlife` by its first date or idle longer than `maxidle` by
+    its last one, or dated more than FUTURE_SLACK seconds ahead (haproxy's TX_CK_OLD and
+    TX_CK_EXPIRED)."""
+    if first and policy.maxlife and (now - first > policy.maxlife or first - now > FUTURE_SLACK):
+        return True
+    return bool(last and policy.maxidle and (now - last > policy.maxidle or last - now > FUTURE_SLACK))
+
 
 @dataclass(frozen=True)
 class CookiePolicy:
@@ -66,6 +146,8 @@ class CookiePolicy:
         preserve: insert mode: a server that sets the cookie itself keeps it untouched.
         httponly, secure: add the `HttpOnly` / `Secure` attribute to an inserted cookie.
         domains: one `; domain=D` attribute per `domain` argument, in order.
+        maxidle, maxlife: haproxy `maxidle` / `maxlife`, whole seconds (0: not set): a
+            cookie idle or alive longer is ignored (see the module docstring).
     """
 
     name: str
@@ -77,6 +159,8 @@ class CookiePolicy:
     httponly: bool = False
     secure: bool = False
     domains: tuple[str, ...] = ()
+    maxidle: int = 0
+    maxlife: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +172,18 @@ class RequestCookie:
         present: the request carried a pair named NAME at all.
         fields: the request's fields as they go to the server.
         edited: fields differs from the request's.
+        last_date, first_date: the dates the deciding cookie carried (UNIX seconds, 0: none;
+            both 0 when it was ignored as expired).
+        expired: the cookie was ignored for its dates (maxidle / maxlife).
     """
 
     value: bytes
     present: bool
     fields: Fields
     edited: bool = False
+    last_date: int = 0
+    first_date: int = 0
+    expired: bool = False
 
 
 def _split_pairs(value: bytes) -> list[bytes]:
@@ -107,12 +197,13 @@ def _pair_name_value(pair: bytes) -> tuple[bytes, bytes] | None:
     return name.strip(), val.strip()
 
 
-def request_cookie(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]]) -> RequestCookie:
+def request_cookie(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]], now: int = 0) -> RequestCookie:
     """Find the persistence cookie in a request and edit it for the server.
 
     Args:
         policy: the backend's CookiePolicy.
         fields: the request's header fields, wire order.
+        now: the UNIX time in seconds, against which the cookie's dates are judged.
 
     Returns:
         A RequestCookie; its fields differ from the request's only where a pair was
@@ -122,6 +213,8 @@ def request_cookie(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]]) 
     name = policy.name.encode("latin-1")
     found = b""
     present = False
+    last = first = 0
+    expired = False
     out: Fields | None = None
     for k, (n, v) in enumerate(fields):
         if n.lower() != b"cookie":
@@ -150,7 +243,12 @@ def request_cookie(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]]) 
                     kept.append(pair)
                 continue
             if not found:
-                found = val
+                srv, last, first = cookie_dates(val)
+                if cookie_expired(policy, last, first, now):
+                    expired = True  # as if it designated no server (a fresh one is set)
+                    last = first = 0
+                else:
+                    found = srv
             if policy.mode == "insert" and policy.indirect:
                 changed = True  # splicer's own cookie: the server never sees it
                 continue
@@ -164,8 +262,8 @@ def request_cookie(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]]) 
         elif out is not None:
             out.append((n, v))
     if out is None:
-        return RequestCookie(found, present, list(fields))
-    return RequestCookie(found, present, out, True)
+        return RequestCookie(found, present, list(fields), False, last, first, expired and not found)
+    return RequestCookie(found, present, out, True, last, first, expired and not found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +308,19 @@ def choose(cookie_server: int | None, alive: Callable[[int], bool], *, persist: 
     return Choice(None, False)
 
 
-def set_cookie_value(policy: CookiePolicy, value: bytes) -> bytes:
+def set_cookie_value(policy: CookiePolicy, value: bytes, now: int = 0, first_date: int = 0) -> bytes:
     """The Set-Cookie value splicer inserts for a server whose cookie value is `value`
-    (b"": the server has none, the cookie is deleted)."""
+    (b"": the server has none, the cookie is deleted). With maxidle or maxlife the value
+    carries `|LAST` (the date of `now`, UNIX seconds), with maxlife also `|FIRST`
+    (`first_date`, UNIX seconds, or now when 0)."""
     name = policy.name.encode("latin-1")
     if value:
-        out = name + b"=" + value + b"; path=/"
+        out = name + b"=" + value
+        if policy.maxidle or policy.maxlife:
+            out += DATE_SEP + s30tob64(date_value(now))
+            if policy.maxlife:
+                out += DATE_SEP + s30tob64((first_date >> 2) if first_date else date_value(now))
+        out += b"; path=/"
     else:
         out = name + b"=; " + EXPIRED + b"; path=/"
     for d in policy.domains:
@@ -235,7 +340,8 @@ def _set_cookie_name(value: bytes) -> tuple[bytes, bytes, bytes]:
 
 
 def response_fields(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]], server_value: bytes,
-                    *, direct: bool, present: bool, method: bytes, ignore: bool = False) -> Fields | None:
+                    *, direct: bool, present: bool, method: bytes, ignore: bool = False, now: int = 0,
+                    last_date: int = 0, first_date: int = 0) -> Fields | None:
     """The response's fields with the persistence cookie handled.
 
     Args:
@@ -246,6 +352,8 @@ def response_fields(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]],
         present: the request carried the cookie (request_cookie().present).
         method: the request's method (postonly).
         ignore: an ignore-persist condition held for the request.
+        now: the UNIX time in seconds (the dates of an inserted cookie).
+        last_date, first_date: the request cookie's dates (RequestCookie), 0: none.
 
     Returns:
         The new field list, or None when nothing changes.
@@ -271,11 +379,14 @@ def response_fields(policy: CookiePolicy, fields: Sequence[tuple[bytes, bytes]],
                     changed = True
         out.append((n, v))
     set_here = changed and policy.mode != "insert"
-    if (policy.mode == "insert" and not direct and not ignore
+    # a direct request gets the cookie again only when its dates need it (haproxy)
+    stale = ((policy.maxidle or last_date) and (not last_date or last_date < now)
+             or (policy.maxlife and not first_date) or (not policy.maxlife and first_date))
+    if (policy.mode == "insert" and (not direct or stale) and not ignore
             and not (policy.preserve and server_set)
             and (not policy.postonly or method == b"POST")
             and (server_value or present)):
-        out.append((b"Set-Cookie", set_cookie_value(policy, server_value)))
+        out.append((b"Set-Cookie", set_cookie_value(policy, server_value, now, first_date)))
         changed = set_here = True
     if set_here and policy.nocache and not _not_shared(out):
         out.append((b"Cache-control", b"private"))

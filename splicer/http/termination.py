@@ -29,7 +29,8 @@ class Cause(Enum):
     LOCAL = "L"             # answered by splicer itself (a 100-continue, a redirect)
     RESOURCE = "R"          # splicer ran out of something (fds, engine slots, pipes)
     INTERNAL = "I"          # a bug, caught and logged
-    DOWN = "D"              # the server was marked down under the stream
+    DOWN = "D"              # the server was marked down under the stream (on-marked-down)
+    UP = "U"                # an active server came up: a backup's stream was ended (on-marked-up)
     KILLED = "K"            # stopped by the operator (a hard stop)
 
 

@@ -21,12 +21,19 @@ Persistence (`cookie`, `use-server`, `force-persist`, `ignore-persist`, `option 
 is decided by http/persist.py (persistence()); a request it sends to a given server skips
 the balancer's choice but takes that server's connection slot like any other, waiting in
 the queue while the server is at its maxconn (acquire(force=)).
+Every lease lent is known to its server until it is released, so that a server marked DOWN
+with `on-marked-down shutdown-sessions` (or a backup, when an active server with
+`on-marked-up shutdown-backup-sessions` comes UP) can end its streams at once
+(shutdown_streams(): the connection is shut down under the stream, which sees its server
+end early and records the lease's `killed` cause, haproxy's 'D' or 'U'). With `observe`,
+each connect attempt is reported to the server's health (health/probes.py ServerHealth).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +42,9 @@ from splicer.balance import key_function, make_balancer
 from splicer.config.model import Backend as BackendModel
 from splicer.config.model import Server as ServerModel
 from splicer.errors import NoServerAvailable
+from splicer.health.observe import Event
 from splicer.http import persist
+from splicer.http.termination import Cause
 from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
 from splicer.runtime.pool import IdlePool, reuse_floor
@@ -44,18 +53,32 @@ from splicer.stats import Counters
 log = logging.getLogger("splicer")
 
 
-@dataclass
+@dataclass(eq=False)
 class Server:
-    """One server at run time: its model, resolved address, idle pool and counters."""
+    """One server at run time: its model, resolved address, idle pool and counters.
+
+    Attributes:
+        health: its check and observe state (health/probes.py ServerHealth), None when it
+            has no `check`.
+        leases: the connections to it lent to streams now (Backend.acquire .. release).
+    """
 
     model: ServerModel
     index: int
     addr: tuple[str, int]
     idle: IdlePool = field(default_factory=IdlePool)
     counters: Counters = field(default_factory=Counters)
+    health: object = None
+    leases: set = field(default_factory=set)
+
+    def observe(self, event: Event) -> None:
+        """Report what the traffic to this server showed (haproxy health_adjust(): nothing
+        happens unless the server has both `observe` and `check`)."""
+        if self.health is not None:
+            self.health.observe(event)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Lease:
     """A server connection lent to one stream.
 
@@ -66,6 +89,8 @@ class Lease:
             server meanwhile; a request that got no response byte on it may be retried).
         failures: failed connection attempts before this one succeeded (retries used).
         uses: requests the connection served before this one (0: a new connection).
+        killed: why splicer shut the connection down under its stream (Cause.DOWN, UP:
+            shutdown_streams()), None while it was not.
     """
 
     server: Server
@@ -73,6 +98,7 @@ class Lease:
     reused: bool
     failures: int = 0
     uses: int = 0
+    killed: Cause | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +153,8 @@ class Backend:
         self._ignore = tuple(r.cond for r in model.ignore_persist)
         self.sticky = self.cookie is not None or bool(self._use_server)
         """True when requests may be sent to a server of their own (persistence())."""
+        self.observes_responses = any(s.observe == "layer7" and s.check for s in model.servers)
+        """Some server has `observe layer7` (and `check`): every response head is judged."""
         self.balancer = make_balancer(model)
         self._key_fn = key_function(model.balance_args, model.hash_type)
         for s in self.servers:
@@ -167,7 +195,7 @@ class Backend:
         cookie = None
         server = None
         if self.cookie is not None:
-            cookie = persist.request_cookie(self.cookie, fields)
+            cookie = persist.request_cookie(self.cookie, fields, int(time.time()))  # cookie dates: UNIX time
             server = persist.server_by_value(self._cookie_values, cookie.value)
         up = self.balancer.up
         choice = persist.choose(server, up.__getitem__, persist=self.model.persist, force=force,
@@ -183,7 +211,8 @@ class Backend:
         value = self.servers[lease_server].model.cookie.encode("latin-1")
         return persist.response_fields(self.cookie, fields, value,
                                        direct=p.choice.direct and p.choice.server == lease_server,
-                                       present=c.present, method=method, ignore=p.choice.ignore)
+                                       present=c.present, method=method, ignore=p.choice.ignore,
+                                       now=int(time.time()), last_date=c.last_date, first_date=c.first_date)
 
     def key_of(self, target: bytes, headers, client_ip: str) -> int | None:
         """The balancing key of a request (balance/key.py), or None when the algorithm
@@ -307,7 +336,16 @@ class Backend:
         that has served at least `min_uses` requests, or None when it has none."""
         srv = self.servers[i]
         got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
-        return None if got is None else Lease(srv, got[0], True, 0, got[1])
+        return None if got is None else self._lend(Lease(srv, got[0], True, 0, got[1]))
+
+    @staticmethod
+    def _lend(lease: Lease) -> Lease:
+        """Register `lease` with its server, and report the established connection to its
+        health (observe: haproxy reports HANA_STATUS_L4_OK for every stream that gets one,
+        a reused idle connection included)."""
+        lease.server.leases.add(lease)
+        lease.server.observe(Event.L4_OK)
+        return lease
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
                       left: int | None = None, only: int | None = None,
@@ -356,10 +394,11 @@ class Backend:
             if look_idle:
                 got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
                 if got is not None:
-                    return Lease(srv, got[0], True, 0, got[1])
+                    return self._lend(Lease(srv, got[0], True, 0, got[1]))
             try:
                 sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
             except (OSError, TimeoutError) as exc:
+                srv.observe(Event.L4_ERR)
                 srv.counters.econ += 1
                 self.counters.econ += 1
                 log.warning("backend %s server %s: connect failed: %s", self.name, srv.model.name,
@@ -394,11 +433,13 @@ class Backend:
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1
-            return Lease(srv, sock, False, used)
+            return self._lend(Lease(srv, sock, False, used))
 
     def release(self, lease: Lease, reusable: bool) -> None:
-        """Give a connection back: to the idle pool when `reusable`, else closed."""
-        if reusable and self.reuse != "never":
+        """Give a connection back: to the idle pool when `reusable` (and it was not shut
+        down under its stream), else closed."""
+        lease.server.leases.discard(lease)
+        if reusable and self.reuse != "never" and lease.killed is None:
             lease.server.idle.put(lease.sock, self.loop.time(), lease.uses + 1)
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
@@ -408,6 +449,46 @@ class Backend:
             lease.sock.close()
         self.balancer.drop_conn(lease.server.index)
         self._wake_queue()
+
+    def shutdown_streams(self, i: int, cause: Cause) -> int:
+        """End every stream on server `i` now (haproxy srv_shutdown_streams()): each lent
+        connection is shut down both ways and its lease marked `killed` with `cause`; the
+        engine or loop moving its bytes sees the server end, and the stream ends the
+        client side as for a server that died (a response in flight is cut short, never
+        made to look complete). Returns how many were shut down."""
+        n = 0
+        for lease in list(self.servers[i].leases):
+            if lease.killed is not None:
+                continue
+            lease.killed = cause
+            n += 1
+            try:
+                lease.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return n
+
+    def server_state(self, i: int, up: bool) -> None:
+        """Server `i` was just marked UP or DOWN by its health (check or observe): tell the
+        balancer (a server in maintenance stays out) and run its on-marked-down /
+        on-marked-up action (haproxy srv_update_status()): `shutdown-sessions` ends the
+        streams of a server going DOWN; `shutdown-backup-sessions` ends the streams of
+        every backup server when this one is active and has a weight above 0."""
+        m = self.servers[i].model
+        self.balancer.set_up(i, up and not m.disabled, self.loop.time())
+        if not up and m.on_marked_down == "shutdown-sessions":
+            n = self.shutdown_streams(i, Cause.DOWN)
+            if n:
+                log.warning("backend %s server %s: %d stream(s) shut down (on-marked-down)",
+                            self.name, m.name, n)
+        elif (up and m.on_marked_up == "shutdown-backup-sessions" and not m.backup
+              and self.balancer.alive(i)):
+            n = sum(self.shutdown_streams(s.index, Cause.UP) for s in self.servers if s.model.backup)
+            if n:
+                log.warning("backend %s server %s: %d backup stream(s) shut down (on-marked-up)",
+                            self.name, m.name, n)
+        if up:
+            self._wake_queue()
 
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the

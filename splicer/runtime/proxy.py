@@ -20,11 +20,11 @@ from types import MappingProxyType
 from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
-from splicer.health.probes import check_server
+from splicer.health.probes import ServerHealth
 from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
-from splicer.http.termination import Termination
+from splicer.http.termination import Phase, Termination
 from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
@@ -172,8 +172,10 @@ class FrontendRT:
                                             route.splice_request, route.splice_response)
             finally:
                 be.release(lease, False)
-            record_termination(tunnel_termination(up, down), self.counters, be.counters,
-                               lease.server.counters)
+            t = tunnel_termination(up, down)
+            if lease.killed is not None:  # on-marked-down / on-marked-up ended it
+                t = Termination(lease.killed, t.phase if not t.normal else Phase.DATA)
+            record_termination(t, self.counters, be.counters, lease.server.counters)
             for c in (self.counters, be.counters, lease.server.counters):
                 c.bin += up.moved
                 c.bout += down.moved
@@ -292,7 +294,8 @@ class Proxy:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
         for fe in self.frontends:
             fe.open(self.listeners[fe.name])
-        checks = [self.loop.create_task(check_server(be, srv)) for be in self.backends.values()
+        # each checked server's health exists before the first request (observe feeds it)
+        checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
         self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)

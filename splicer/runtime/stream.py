@@ -14,6 +14,11 @@ exactly one Termination, recorded with the stream's byte and status counts in on
                  ends early (server closed or failed) aborts the client connection at once,
                  so the client sees it short of its announced length, never complete.
 Both connections are kept only when both messages completed with framing that allows it.
+With `observe layer7`, what the server's response showed (its status, an invalid or missing
+head, a timeout, a body whose framing broke) is reported to the server's health
+(Server.observe, health/observe.py). A stream whose server connection splicer shut down
+under it (on-marked-down / on-marked-up, Backend.shutdown_streams) ends as the server's
+early end makes it end, and is recorded with the lease's cause ('D' or 'U').
 Nothing here raises past run(); outcomes are data.
 """
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from splicer.engine.engine import Completion, JobEnd, Phase as JobPhase
 from splicer.errors import NoServerAvailable
+from splicer.health.observe import Event, status_event
 from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
                              forwarded_request, forwarded_response, head_complete, parse_response)
@@ -94,7 +100,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in", "_first", "_persist")
+                 "_chained", "view", "rules_in", "_first", "_persist", "_last")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -129,6 +135,7 @@ class Stream:
         self._first = not session.streams  # the session's first request (http-reuse)
         session.streams += 1
         self._persist = None      # the backend's persistence decision (Backend.persistence)
+        self._last = None         # the last Lease lent to this stream (its `killed` is read at the end)
 
     # -- outcome ---------------------------------------------------------------------------
 
@@ -140,6 +147,10 @@ class Stream:
     def record(self) -> None:
         """Add this stream to the counters of its frontend, backend and server: bytes,
         statuses and its termination state, all in this one place."""
+        last = self._last
+        if last is not None and last.killed is not None and not self.term.normal:
+            # the connection was shut down under the stream: its end is the server's state change
+            self.term = Termination(last.killed, self.term.phase)
         fe, be, srv = self.fe.counters, self.be.counters, self.server.counters if self.server else None
         up, down = self.up, self.down
         fe.bin += self.head_in + up.moved
@@ -301,6 +312,7 @@ class Stream:
         """Count a server connection lent to this stream."""
         self.retries += lease.failures
         self.server = lease.server
+        self._last = lease
         if lease.reused:
             self.be.counters.reused += 1
             lease.server.counters.reused += 1
@@ -315,8 +327,10 @@ class Stream:
         server slot may then be held for it (self._picked)."""
         req, be = self.req, self.be
         if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
-                or self.route.abortonclose or be.sticky):
-            return False  # (persistence runs on the slow path: it edits both heads)
+                or self.route.abortonclose or be.sticky or be.observes_responses):
+            # (persistence runs on the slow path: it edits both heads; so does observe
+            # layer7, which judges every response head there)
+            return False
         floor = be.reuse_floor(self._first)
         i = be.pick_now(be.key_of(req.target, req.headers, self.s.client_ip))
         if i is None:
@@ -604,6 +618,8 @@ class Stream:
         self.down = r
         ok = r.end is End.DONE
         if not ok:
+            if r.end is End.BAD_FRAMING:
+                lease.server.observe(Event.HTTP_RSP)
             self.end(_SERVER_END[r.end])
             # abort: the client must see the body end short of what was announced. With a
             # length or chunked framing a FIN shows it and keeps the bytes already sent; a
@@ -744,15 +760,27 @@ class Stream:
                                                  s.t_server, s.t_server)
             except TimeoutError:
                 # nothing was sent to the client yet, even after a partial head
+                lease.server.observe(Event.HTTP_READ_TIMEOUT)
                 raise _Failed(RetryEvent.RESPONSE_TIMEOUT, Termination(Cause.SERVER_TIMEOUT, H), 504) from None
             except io.HeadTooLarge:
+                lease.server.observe(Event.HTTP_HDRRSP)
                 raise _Failed(RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), 502) from None
             except OSError:
-                head = b""
-            if not head_complete(head):
+                head = None
+            if head is None or not head_complete(head):
+                body_failed = (body_task is not None and body_task.done()
+                               and body_task.result().end is not End.DONE)
+                # observe layer7: a close or read error on a reused connection is the
+                # keep-alive race, not the server's fault (haproxy skips SF_SRV_REUSED);
+                # nor is one that followed a failed request body, or splicer's own shutdown
+                if head:
+                    lease.server.observe(Event.HTTP_HDRRSP)
+                elif not (lease.reused or body_failed or lease.killed):
+                    lease.server.observe(Event.HTTP_BROKEN_PIPE if head is not None else Event.HTTP_READ_ERROR)
+                head = head or b""
                 if not head and lease.reused and body_task is None:
                     raise _Failed(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
-                if body_task is not None and body_task.done() and body_task.result().end is not End.DONE:
+                if body_failed:
                     # the request body failed first (and shut the server side down); its
                     # termination is recorded already
                     end = body_task.result().end
@@ -764,7 +792,9 @@ class Stream:
             try:
                 resp = parse_response(head, req.method, req.upgrade is not None)
             except HeadError as exc:
+                lease.server.observe(Event.HTTP_HDRRSP)
                 raise _Failed(RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), exc.status) from None
+            lease.server.observe(status_event(resp.status))
             if resp.status >= 200 or resp.status == 101:
                 self._resp_raw = head
                 return resp

@@ -178,3 +178,56 @@ def test_rewrite_and_prefix_modes_edit_the_servers_cookie(start_splicer):
     finally:
         a.close()
         b.close()
+
+
+def stamp(unix: int) -> str:
+    """A cookie date as haproxy writes it (UNIX time in 4-second units, 30 bits as 5 base64
+    characters), computed with the stdlib."""
+    import base64
+    return base64.b64encode(((unix >> 2) << 18).to_bytes(6, "big"))[:5].decode()
+
+
+def unstamp(text: str) -> int:
+    import base64
+    return int.from_bytes(base64.b64decode(text + "AAA="), "big") >> 18 << 2
+
+
+DATED = "    cookie SRV insert indirect maxidle 30m maxlife 8h"
+
+
+def test_maxidle_maxlife_insert_dates_and_ignore_an_expired_cookie(start_splicer, farm):
+    port = free_port()
+    start_splicer(config(port, farm, DATED), [port])
+    t = int(time.time())
+    status, by, cookies, _, _ = get(port)
+    value = cookies[0].split(";")[0]
+    srv, last, first = value.split("=", 1)[1].split("|")
+    assert (status, srv, cookies[0].endswith("; path=/")) == (200, f"{by}-c", True)
+    assert last == first and t - 4 <= unstamp(last) <= t + 60  # now, in 4-second units
+    # idle for an hour (maxidle 30m): ignored, so the request is balanced and gets a new cookie
+    idle = f"SRV=web1-c|{stamp(t - 3600)}|{stamp(t - 3600)}"
+    got = [get(port, cookie=idle) for _ in range(2)]
+    assert sorted(g[1] for g in got) == ["web1", "web2"]
+    for _, by, cookies, _, _ in got:
+        srv, last, first = cookies[0].split(";")[0].split("=", 1)[1].split("|")
+        assert srv == f"{by}-c" and t - 4 <= unstamp(first) <= t + 60  # a new first visit
+    # used a minute ago but first seen nine hours ago (maxlife 8h): ignored as well
+    old = f"SRV=web1-c|{stamp(t - 60)}|{stamp(t - 9 * 3600)}"
+    got = [get(port, cookie=old) for _ in range(2)]
+    assert sorted(g[1] for g in got) == ["web1", "web2"] and all(g[2] for g in got)
+
+
+def test_maxidle_a_valid_cookie_sticks_and_its_last_date_is_refreshed(start_splicer, farm):
+    port = free_port()
+    start_splicer(config(port, farm, DATED), [port])
+    t = int(time.time())
+    first = stamp(t - 3600)
+    # last seen a minute ago: it sticks, and comes back with a new last date, same first date
+    for _ in range(2):
+        status, by, cookies, _, _ = get(port, cookie=f"SRV=web2-c|{stamp(t - 60)}|{first}")
+        assert (status, by, len(cookies)) == (200, "web2", 1)
+        srv, last, kept = cookies[0].split(";")[0].split("=", 1)[1].split("|")
+        assert (srv, kept) == ("web2-c", first) and t - 4 <= unstamp(last) <= t + 60
+    # a last date still to come: nothing to refresh, no Set-Cookie at all
+    for _ in range(2):
+        assert get(port, cookie=f"SRV=web2-c|{stamp(t + 600)}|{first}")[:3] == (200, "web2", [])

@@ -403,7 +403,7 @@ def test_bind_errors(line, message):
     ("server s1 1.2.3.4:80 rise 0", ("server 's1': 'rise' must be between 1 and 2147483647, "
                                     "got 0")),
     ("server s1 1.2.3.4:80 fall", "server 's1': 'fall' expects a value"),
-    ("server s1 1.2.3.4:80 observe layer4", "server 's1': option 'observe' is not supported"),
+    ("server s1 1.2.3.4:80 agent-check", "server 's1': option 'agent-check' is not supported"),
     ("server s1 1.2.3.4:80 ssl verify none", "server 's1': option 'ssl' is not supported"),
 ])
 def test_server_errors(line, message):

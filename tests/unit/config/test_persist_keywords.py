@@ -83,8 +83,13 @@ def test_use_server_force_ignore_persist_option_persist_http_reuse():
     ("cookie SRV rewrite indirect", "'cookie SRV': 'rewrite' and 'indirect' modes are mutually exclusive"),
     ("cookie SRV insert prefix", "'cookie SRV': 'insert' and 'prefix' modes are mutually exclusive"),
     ("cookie SRV rewrite preserve", "'cookie SRV': 'preserve' requires at least 'insert' or 'indirect'"),
-    ("cookie SRV insert maxidle 30m", "'cookie SRV': 'maxidle' is not supported"),
-    ("cookie SRV insert maxlife 1h", "'cookie SRV': 'maxlife' is not supported"),
+    ("cookie SRV insert maxidle", "'cookie SRV': 'maxidle' expects <idletime> in seconds as argument"),
+    ("cookie SRV insert maxlife 500ms", "'cookie SRV': 'maxlife': time '500ms' is under the minimum "
+                                        "non-null value of 1 s"),
+    ("cookie SRV insert maxidle 2x", "'cookie SRV': 'maxidle': invalid time '2x': unknown unit 'x' "
+                                     "(expected us, ms, s, m, h or d)"),
+    ("cookie SRV insert maxlife 3000000000", "'cookie SRV': 'maxlife': time '3000000000' is too large "
+                                             "(maximum is 2147483647 s, about 68 years)"),
     ("cookie SRV insert dynamic", "'cookie SRV': 'dynamic' is not supported"),
     ("cookie SRV insert attr SameSite=Lax", "'cookie SRV': 'attr' is not supported"),
     ("cookie SRV insrt", "'cookie SRV': unknown option 'insrt'; did you mean 'insert'?"),
@@ -127,3 +132,16 @@ def test_cookie_in_mode_tcp_is_ignored_with_a_warning():
     c = loads(cfg, "site.cfg")
     assert c.backends["farm"].cookie is None
     assert "site.cfg:3: backend 'farm': 'cookie' needs mode http; it is ignored in mode tcp" in c.warnings
+
+
+def test_cookie_maxidle_maxlife_count_seconds_by_default():
+    b = backend("""\
+        cookie SRV insert indirect nocache maxidle 30m maxlife 8h
+        server s1 127.0.0.1:8001 cookie one
+    """)
+    assert (b.cookie.maxidle, b.cookie.maxlife) == (1800, 28800)
+    b = backend("""\
+        cookie SRV insert maxidle 90
+        server s1 127.0.0.1:8001 cookie one
+    """)
+    assert (b.cookie.maxidle, b.cookie.maxlife) == (90, 0)
