@@ -10,6 +10,11 @@ exactly one Termination, recorded with the stream's byte and status counts in on
                  transfer.py) while waiting for the response head; 1xx heads are relayed on
                  the way. An idempotent request held whole is sent again on the `retry-on`
                  events, as http/retry.py decides, while no response byte reached the client.
+                 The final head goes through the http-response rules
+                 (http/response_actions.py) before any of it moves: a deny, return or
+                 redirect answers instead (the server's body never read for the client,
+                 its connection closed unless the response had none), a status set to
+                 204/304 drops the server's body.
   DATA           send the rewritten response head and move the response body. A body that
                  ends early (server closed or failed) aborts the client connection at once,
                  so the client sees it short of its announced length, never complete.
