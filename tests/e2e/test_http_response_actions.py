@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.e2e.helpers import (RULES_DEFAULTS, KeepAliveOrigin, exchange, free_port, read_response,
+from tests.e2e.helpers import (RULES_DEFAULTS, KeepAliveOrigin, exchange, free_port, read_response, recv_all,
                                splicer_command)
 
 BIG = 1 << 20
@@ -35,7 +35,8 @@ def origin() -> KeepAliveOrigin:
         if target == b"/big":
             return b"HTTP/1.1 200 OK\r\nX-Secret: 1\r\nContent-Length: %d\r\n\r\n%s" % (BIG, b"s" * BIG), False
         if target.startswith(b"/status/"):
-            return b"HTTP/1.1 %s Whatever\r\nContent-Length: 4\r\n\r\nbody" % target[8:], False
+            body = b"" if head.startswith(b"HEAD ") else b"body"
+            return b"HTTP/1.1 %s Whatever\r\nContent-Length: 4\r\n\r\n%s" % (target[8:], body), False
         if target == b"/empty":
             return b"HTTP/1.1 204 No Content\r\nX-Empty: 1\r\n\r\n", False
         if target == b"/chunked":
@@ -305,3 +306,37 @@ backend app
         f"{cfg}:{first + 7}: 'http-response set-status': invalid status code 'twohundred' (expected 200..999)",
         f"configuration file {cfg} has 6 error(s)",
     ]
+
+
+def test_deny_before_the_request_body_is_through_closes_the_client_connection(start_splicer):
+    """The server answers (and is denied) while the client has most of its body still to
+    send: the answer says so and the connection ends, so the rest is never read as a request."""
+    sp, port, o = start(start_splicer, "", "    http-response deny if { status 200 }\n")
+    try:
+        with connect(port) as s:
+            s.sendall(b"POST /status/200 HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"a" * 1000)
+            assert recv_all(s) == BAD_GATEWAY.replace(b"text/html\r\n\r\n", b"text/html\r\nconnection: close\r\n\r\n")
+        fe = sp.stats()["frontends"]["www"]
+        assert (fe["dresp"], fe["terms"]) == (1, {"PH": 1})
+    finally:
+        o.close()
+
+
+def test_head_request_answers_have_no_body(start_splicer):
+    sp, port, o = start(start_splicer, "", """
+    http-response set-status 204 if { path /status/200 }
+    http-response deny if { path /status/201 }
+""")
+    try:
+        with connect(port) as s:
+            no_content = b"HTTP/1.1 204 No Content\r\n\r\n"
+            s.sendall(b"HEAD /status/200 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(len(no_content), socket.MSG_WAITALL) == no_content
+            head = BAD_GATEWAY.split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+            s.sendall(b"HEAD /status/201 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(len(head), socket.MSG_WAITALL) == head
+            assert ask(s, b"/after") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13", b"origin /after")
+        # no body to drop: the server connection served all three
+        assert [c for c, _, _ in o.requests] == [1, 1, 1]
+    finally:
+        o.close()
