@@ -694,8 +694,9 @@ class Stream:
         """
         req, s = self.req, self.s
         rule = v.rule
-        self._answer = rule
-        self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, Phase.HEADERS)
+        if self.term is NORMAL:  # (a request body that failed first keeps its own termination)
+            self._answer = rule
+            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, Phase.HEADERS)
         whole = body_task is None or (body_task.done() and body_task.result().end is End.DONE)
         fr = resp.framing
         reusable = (whole and resp.keep_alive

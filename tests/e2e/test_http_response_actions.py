@@ -82,6 +82,13 @@ def ask_raw(s: socket.socket, target: bytes, n: int) -> bytes:
     return got
 
 
+def ask_last(s: socket.socket, target: bytes) -> bytes:
+    """The last request on `s` (Connection: close): everything until the close, which comes
+    after the proxy counted the stream (so the counters read next include it)."""
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: www.example\r\nConnection: close\r\n\r\n" % target)
+    return recv_all(s)
+
+
 def test_set_status_exact_status_line(start_splicer):
     sp, port, o = start(start_splicer, "", """
     http-response set-status 503 reason "Slow Down" if { path /slow }
@@ -96,8 +103,8 @@ def test_set_status_exact_status_line(start_splicer):
             assert ask(s, b"/std") == (b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 11\r\n"
                                        b"X-Seen: 431", b"origin /std")
             assert ask(s, b"/odd") == (b"HTTP/1.1 299 Other\r\nContent-Length: 11\r\nX-Seen: 299", b"origin /odd")
-            assert ask(s, b"/plain") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nX-Seen: 200",
-                                         b"origin /plain")
+            assert ask_last(s, b"/plain") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nX-Seen: 200\r\n"
+                                              b"Connection: close\r\n\r\norigin /plain")
         # the response's status class counts what the client got
         fe = sp.stats()["frontends"]["www"]
         assert (fe["hrsp_2xx"], fe["hrsp_4xx"], fe["hrsp_5xx"], fe["terms"]) == (2, 1, 1, {"--": 4})
@@ -146,10 +153,13 @@ def test_deny_drops_a_spliced_1mib_body_and_the_client_goes_on(start_splicer):
             # first a response that goes through, so that /big comes on an idle server
             # connection (the fast path, decided in the engine's completion callback)
             assert ask(s, b"/ok") == (b"HTTP/1.1 200 OK\r\nContent-Length: 10", b"origin /ok")
-            for _ in range(2):
+            for last in (False, True):
                 head, body = ask(s, b"/big")
                 assert head + b"\r\n\r\n" + body == BAD_GATEWAY
-                assert ask(s, b"/after") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13", b"origin /after")
+                if not last:
+                    assert ask(s, b"/after") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13", b"origin /after")
+            assert ask_last(s, b"/after") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close"
+                                              b"\r\n\r\norigin /after")
         st = sp.stats()
         fe, be, srv = st["frontends"]["www"], st["backends"]["app"], st["backends"]["app"]["servers"]["o"]
         assert (fe["dresp"], be["dresp"], srv["dresp"]) == (2, 2, 2)
