@@ -20,8 +20,8 @@ Theory of operation (haproxy configuration.txt 4.2 "http-response", 4.4 "allow",
 - The first ``deny``, ``return`` or ``redirect`` whose condition holds answers: none of the
   server's response (head or body) reaches the client. ``deny`` answers 502 by default.
 - ``set-status <status> [reason <str>]`` replaces the status (200..999 here) and the reason
-  (given, else the status's standard one: RFC 9110 section 15, "Other" for a status it
-  does not name).
+  (given, else the status's standard one: RFC 9110 section 15; for a status it does not
+  name, its class's as haproxy says it, "Success", "Client Error"..., or "Other").
 - Framing stays true (RFC 9110 sections 6.4.1, 15.3.5, 15.4.5; RFC 9112 section 6.3): a
   status set to 204 or 304 has no body; the server's body is then never forwarded
   (reframe() says to drop it) and the framing fields that announced it go. A response to
@@ -65,9 +65,15 @@ REASONS = {
 451; RFC 8470 for 425), the reason ``set-status`` gives a status without ``reason``."""
 
 
+CLASS_REASONS = {2: "Success", 3: "Redirection", 4: "Client Error", 5: "Server Error"}
+"""The reason of a status REASONS does not name, by its class, as haproxy gives it
+(http_get_reason); "Other" above 599."""
+
+
 def reason_of(status: int) -> bytes:
-    """The standard reason phrase of `status` (REASONS), b"Other" when it has none."""
-    return REASONS.get(status, "Other").encode("ascii")
+    """The standard reason phrase of `status` (REASONS), else its class's (CLASS_REASONS),
+    else b"Other"."""
+    return REASONS.get(status, CLASS_REASONS.get(status // 100, "Other")).encode("ascii")
 
 
 @dataclass(frozen=True)

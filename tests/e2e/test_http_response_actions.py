@@ -102,7 +102,7 @@ def test_set_status_exact_status_line(start_splicer):
                                         b"origin /slow")
             assert ask(s, b"/std") == (b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 11\r\n"
                                        b"X-Seen: 431", b"origin /std")
-            assert ask(s, b"/odd") == (b"HTTP/1.1 299 Other\r\nContent-Length: 11\r\nX-Seen: 299", b"origin /odd")
+            assert ask(s, b"/odd") == (b"HTTP/1.1 299 Success\r\nContent-Length: 11\r\nX-Seen: 299", b"origin /odd")
             assert ask_last(s, b"/plain") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nX-Seen: 200\r\n"
                                               b"Connection: close\r\n\r\norigin /plain")
         # the response's status class counts what the client got
@@ -348,5 +348,21 @@ def test_head_request_answers_have_no_body(start_splicer):
             assert ask(s, b"/after") == (b"HTTP/1.1 200 OK\r\nContent-Length: 13", b"origin /after")
         # no body to drop: the server connection served all three
         assert [c for c, _, _ in o.requests] == [1, 1, 1]
+    finally:
+        o.close()
+
+
+def test_unconditional_rules_without_any_condition_in_the_config(start_splicer):
+    """No rule has a condition (the frontend makes no per-request decision): set-status and
+    the header rules still run, in order, on every response."""
+    sp, port, o = start(start_splicer, "    http-response set-header X-Fe %[status]\n", """
+    http-response set-status 404 reason Nope
+    http-response set-header X-Be %[status]
+""")
+    try:
+        with connect(port) as s:
+            for target in (b"/a", b"/bb"):
+                assert ask(s, target) == (b"HTTP/1.1 404 Nope\r\nContent-Length: %d\r\nX-Be: 404\r\nX-Fe: 404"
+                                          % (len(target) + 7), b"origin " + target)
     finally:
         o.close()

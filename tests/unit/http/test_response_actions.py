@@ -96,8 +96,11 @@ def test_response_formats_may_read_the_response():
 
 
 def test_standard_reasons():
-    assert (reason_of(431), reason_of(503), reason_of(204), reason_of(299), reason_of(600)) == (
-        b"Request Header Fields Too Large", b"Service Unavailable", b"No Content", b"Other", b"Other")
+    assert (reason_of(431), reason_of(503), reason_of(204)) == (
+        b"Request Header Fields Too Large", b"Service Unavailable", b"No Content")
+    # a status without a phrase of its own: its class's, as haproxy names them
+    assert [reason_of(n) for n in (299, 399, 499, 599, 600, 999)] == [
+        b"Success", b"Redirection", b"Client Error", b"Server Error", b"Other", b"Other"]
 
 
 # -- evaluation ------------------------------------------------------------------------------
