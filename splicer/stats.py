@@ -28,6 +28,8 @@ class Counters:
         dreq: requests denied by an ``http-request deny`` rule (haproxy's dreq).
         intercepted: requests answered by splicer itself with ``http-request return`` or
             ``redirect`` (haproxy's intercepted).
+        dresp: responses denied by an ``http-response deny`` rule (haproxy's dresp), on
+            the frontend, the backend and the server that sent the response.
         econ: failed connection attempts to servers.
         eresp: response errors (bad response, server timeout, server closed mid-body).
         hrsp_1xx..hrsp_5xx: responses sent to clients by class.
@@ -48,6 +50,7 @@ class Counters:
     ereq: int = 0
     dreq: int = 0
     intercepted: int = 0
+    dresp: int = 0
     econ: int = 0
     eresp: int = 0
     hrsp_1xx: int = 0

@@ -1,5 +1,6 @@
-"""http-request actions that answer the client locally: haproxy's ``deny``, ``return``,
-``redirect``, and ``allow``, which stops the evaluation of the rules after it.
+"""http-request (and http-response) actions that answer the client locally: haproxy's
+``deny``, ``return``, ``redirect``, and ``allow``, which stops the evaluation of the rules
+after it. The http-response side's evaluation is http/response_actions.py's.
 
 Rule: sans-I/O. An action is parsed once from its words (parse_action, files read then),
 into a LocalRule; per request, first_local() says which rule (if any) answers, and
@@ -69,6 +70,7 @@ class LocalRule:
         redirect: "location", "prefix" or "scheme" ("" for other actions); target: its
             parsed format; drop_query, append_slash: redirect options.
         file, line: where the rule was written.
+        side: "request" (an ``http-request`` rule) or "response" (``http-response``).
     """
 
     action: str
@@ -86,11 +88,15 @@ class LocalRule:
     append_slash: bool = False
     file: str = ""
     line: int = 0
+    side: str = "request"
 
     @property
     def counter(self) -> str:
-        """The stats counter a request this rule answers adds one to: haproxy counts denied
-        requests as ``dreq`` and other local answers as ``intercepted``."""
+        """The stats counter a stream this rule answers adds one to: haproxy counts denied
+        requests as ``dreq``, other local answers to a request as ``intercepted``, denied
+        responses as ``dresp``, and other answers to a response in none ("")."""
+        if self.side == "response":
+            return "dresp" if self.action == "deny" else ""
         return "dreq" if self.action == "deny" else "intercepted"
 
 
@@ -113,28 +119,32 @@ def _status(text: str, what: str, lo: int = 200, hi: int = 599) -> int:
 
 
 def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: str = "",
-                 line: int = 0) -> LocalRule:
-    """Read the words of one local action (after ``http-request <action>``, the condition
-    already split off by the caller).
+                 line: int = 0, side: str = "request") -> LocalRule:
+    """Read the words of one local action (after ``http-request <action>`` or
+    ``http-response <action>``, the condition already split off by the caller).
 
     Args:
         action: one of LOCAL_ACTIONS.
         args: its words, e.g. ``["location", "/login", "code", "301"]``.
         cond: the parsed condition or None.
         base_dir: directory relative ``file``/``errorfile`` paths are read from.
+        side: "request" or "response": a response ``deny`` answers 502 by default (haproxy
+            4.4 "deny"), a response ``redirect`` takes ``location`` only (4.4 "redirect"),
+            and the log-format values of a response rule may read the response
+            (``status``, ``res.hdr``).
 
     Raises:
         RuleError: an unknown or repeated option, a missing argument, a bad status or code,
             a body without content-type, an unreadable file, ``hdr`` with ``errorfile``.
     """
-    what = f"http-request {action}"
+    what = f"http-{side} {action}"
     if action == "allow":
         if args:
             raise RuleError(f"'{what}' takes no argument, got '{args[0]}'")
-        return LocalRule("allow", 0, cond, file=file, line=line)
+        return LocalRule("allow", 0, cond, file=file, line=line, side=side)
     if action == "redirect":
-        return _parse_redirect(args, cond, file, line)
-    status = 403 if action == "deny" else 200
+        return _parse_redirect(args, cond, file, line, side)
+    status = (403 if side == "request" else 502) if action == "deny" else 200
     kw = dict(content_type=None, body=None, body_fmt=None, raw=None, default_errorfiles=False)
     headers = []
     payload = None
@@ -164,7 +174,7 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
             if w == "string":
                 kw["body"] = val.encode("utf-8")
             elif w == "lf-string":
-                kw["body_fmt"] = parse_format(val, "request")
+                kw["body_fmt"] = parse_format(val, side)
             elif w == "file":
                 kw["body"] = _read(val, base_dir, what)
             else:
@@ -186,7 +196,7 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
             name = args[i + 1].encode("ascii", "replace")
             if name.lower() in (b"content-length", b"transfer-encoding", b"connection"):
                 raise RuleError(f"'{what}': field '{args[i + 1]}' cannot be set (splicer writes the framing)")
-            headers.append((name, parse_format(args[i + 2], "request")))
+            headers.append((name, parse_format(args[i + 2], side)))
             i += 3
         else:
             raise RuleError(f"'{what}': unknown option '{w}' (supported: "
@@ -198,14 +208,18 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
         raise RuleError(f"'{what}': 'errorfile' is sent as-is: no 'hdr' or 'content-type' with it")
     if action == "deny" and payload is None:
         kw["default_errorfiles"] = True
-    return LocalRule(action, status, cond, headers=tuple(headers), file=file, line=line, **kw)
+    return LocalRule(action, status, cond, headers=tuple(headers), file=file, line=line, side=side, **kw)
 
 
-def _parse_redirect(args: list[str], cond, file: str, line: int) -> LocalRule:
-    what = "http-request redirect"
+def _parse_redirect(args: list[str], cond, file: str, line: int, side: str = "request") -> LocalRule:
+    what = f"http-{side} redirect"
+    if side == "response" and args and args[0] in ("prefix", "scheme"):
+        raise RuleError(f"'{what} {args[0]}' is not allowed: a response may only be redirected "
+                        "with 'location <loc>' (haproxy)")
     if len(args) < 2 or args[0] not in ("location", "prefix", "scheme"):
-        raise RuleError(f"'{what}' expects 'location <loc>', 'prefix <pfx>' or 'scheme <sch>'")
-    kind, target = args[0], parse_format(args[1], "request")
+        raise RuleError(f"'{what}' expects 'location <loc>'" if side == "response" else
+                        f"'{what}' expects 'location <loc>', 'prefix <pfx>' or 'scheme <sch>'")
+    kind, target = args[0], parse_format(args[1], side)
     code, drop, slash = 302, False, False
     i = 2
     while i < len(args):
@@ -229,7 +243,7 @@ def _parse_redirect(args: list[str], cond, file: str, line: int) -> LocalRule:
             raise RuleError(f"'{what}': unknown option '{w}' (supported: code, drop-query, append-slash)")
         i += 1
     return LocalRule("redirect", code, cond, redirect=kind, target=target, drop_query=drop,
-                     append_slash=slash, file=file, line=line)
+                     append_slash=slash, file=file, line=line, side=side)
 
 
 BAD_REQUEST = LocalRule("deny", 400, default_errorfiles=True)

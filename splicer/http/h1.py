@@ -458,7 +458,8 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
 
 def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive: bool,
                           rules: tuple = (), stream: rules_mod.StreamInfo | None = None,
-                          req: RequestHead | None = None, view=None) -> bytes:
+                          req: RequestHead | None = None, view=None,
+                          fields: hdr.Headers | None = None) -> bytes:
     """The response head to send to the client.
 
     Args:
@@ -471,15 +472,18 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
             after hop-by-hop removal; `stream` and `req` are what their samples read.
         view: the request's sample.RequestView for rule conditions; its status and
             response_fields are set to this response's before the rules run.
+        fields: the fields to send as they are, instead of resp.headers stripped and
+            framed (response_fields()) and rewritten by `rules`: the result of
+            http/response_actions.py evaluate() (no rules run then).
 
     Returns:
         Head bytes with hop-by-hop fields removed, framing fields written from resp.framing
         (headers.set_framing), and a Connection field stating what splicer will do.
     """
-    kind = resp.framing.kind.value
-    if kind == "chunked" and client_version == b"1.0":
-        kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
-    fields = hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
+    if fields is not None:
+        fields = list(fields)
+    else:
+        fields = response_fields(resp, client_version)
     if rules and stream is not None and (resp.status >= 200 or resp.status == 101):
         msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status,
                                 req.headers if req else None)
@@ -495,6 +499,17 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         elif client_version == b"1.0":
             fields.append((b"Connection", b"keep-alive"))
     return hdr.serialize(b"HTTP/1.1 %d %s" % (resp.status, resp.reason), fields)
+
+
+def response_fields(resp: ResponseHead, client_version: bytes) -> hdr.Headers:
+    """The fields of `resp` as they are forwarded to a client of `client_version`, before
+    any rule: hop-by-hop fields removed and the framing fields written from resp.framing
+    (headers.set_framing; a chunked body to an HTTP/1.0 client loses its Transfer-Encoding,
+    RFC 9112 section 6.1). A new list."""
+    kind = resp.framing.kind.value
+    if kind == "chunked" and client_version == b"1.0":
+        kind = "dechunked"  # RFC 9112 section 6.1: no chunked coding to a 1.0 recipient
+    return hdr.set_framing(hdr.strip_hop_by_hop(resp.headers), kind, resp.framing.length)
 
 
 def forwarded_request(raw: bytes, req: RequestHead, client_ip: str | None,

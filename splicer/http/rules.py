@@ -49,14 +49,17 @@ REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "normalize-u
 """Every action ``http-request`` supports (allow, deny, return, redirect: http/actions.py;
 normalize-uri: http/normalize.py)."""
 
+RESPONSE_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "set-status")
+"""Every action ``http-response`` supports (allow, deny, return, redirect: http/actions.py;
+set-status and the evaluation of a response's rules: http/response_actions.py)."""
+
 HAPROXY_ACTIONS = frozenset({
-    "add-acl", "auth", "cache-use", "capture", "del-acl", "del-map", "deny",
-    "disable-l7-retry", "do-resolve", "early-hint", "normalize-uri", "redirect", "reject",
+    "add-acl", "auth", "cache-use", "capture", "del-acl", "del-map",
+    "disable-l7-retry", "do-resolve", "early-hint", "normalize-uri", "reject",
     "replace-header", "replace-path", "replace-pathq", "replace-uri", "replace-value",
     "sc-inc-gpc0", "set-dst", "set-dst-port", "set-log-level", "set-map",
     "set-mark", "set-method", "set-nice", "set-path", "set-pathq", "set-priority-class",
-    "allow", "deny", "return", "redirect",
-    "set-priority-offset", "set-query", "set-src", "set-src-port", "set-status", "set-tos",
+    "set-priority-offset", "set-query", "set-src", "set-src-port", "set-tos",
     "set-uri", "set-var", "silent-drop", "strict-mode", "tarpit", "track-sc0", "track-sc1",
     "track-sc2", "unset-var", "use-service", "wait-for-body", "wait-for-handshake",
     "cache-store", "send-spoe-group", "lua",
@@ -100,7 +103,8 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         side: "request" or "response".
 
     Returns:
-        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, or a
+        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, a
+        response_actions.StatusRule for set-status, or a
         normalize.NormalizeRule for normalize-uri; a condition's
         ACL names are bound later (config/resolve.py).
 
@@ -110,7 +114,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
             bad format (parse_format).
     """
     keyword = f"http-{side}"
-    supported = REQUEST_ACTIONS if side == "request" else ACTIONS
+    supported = REQUEST_ACTIONS if side == "request" else RESPONSE_ACTIONS
     if not words:
         raise RuleError(f"'{keyword}' expects an action (supported: {', '.join(supported)})")
     action, args = words[0], list(words[1:])
@@ -129,7 +133,10 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         except acl.AclError as exc:
             raise RuleError(f"'{keyword} {action}': {exc}") from None
     if action in actions.LOCAL_ACTIONS:
-        return actions.parse_action(action, args, condition(), base_dir, file, line)
+        return actions.parse_action(action, args, condition(), base_dir, file, line, side)
+    if action == "set-status":
+        from splicer.http.response_actions import parse_set_status
+        return parse_set_status(args, condition(), file, line)
     if action == "normalize-uri":
         from splicer.http.normalize import parse_normalize
         try:

@@ -63,7 +63,11 @@ class Route:
         http_buffer_request: option http-buffer-request on either proxy.
         abortonclose: the backend's option abortonclose.
         errorpages: {status: raw response bytes} from `errorfile` (read-only).
-        request_rules, response_rules: header rules in the order they run.
+        request_rules: header rules in the order they run.
+        response_rules: every http-response rule in the order they run (the backend's,
+            then the frontend's); response_sets: the same as the sets that run one after
+            the other, (backend's, frontend's): an ``allow`` stops only its own
+            (http/response_actions.py evaluate()).
         splice_request, splice_response: the SplicePolicy of each direction.
         t_client, t_server: `timeout client` / `timeout server`, seconds (None: none).
         t_request: `timeout http-request` (default: timeout client).
@@ -90,6 +94,7 @@ class Route:
     t_request: float | None
     t_keepalive: float | None
     t_tunnel: float | None
+    response_sets: tuple = ()
 
     @property
     def rules(self) -> bool:
@@ -125,6 +130,7 @@ def route_of(g: Global, fe: Frontend, be: Backend) -> Route:
         # header rules only: deny/return/redirect/allow are the Switching's (choose())
         request_rules=tuple(r for r in (*fe.http_request, *be.http_request) if isinstance(r, HeaderRule)),
         response_rules=tuple(be.http_response) + tuple(fe.http_response),
+        response_sets=tuple(rs for rs in (tuple(be.http_response), tuple(fe.http_response)) if rs),
         splice_request=up, splice_response=down,
         t_client=t_fe.client, t_server=t_be.server, t_request=t_request, t_keepalive=t_keepalive,
         t_tunnel=tunnel)

@@ -10,6 +10,11 @@ exactly one Termination, recorded with the stream's byte and status counts in on
                  transfer.py) while waiting for the response head; 1xx heads are relayed on
                  the way. An idempotent request held whole is sent again on the `retry-on`
                  events, as http/retry.py decides, while no response byte reached the client.
+                 The final head goes through the http-response rules
+                 (http/response_actions.py) before any of it moves: a deny, return or
+                 redirect answers instead (the server's body never read for the client,
+                 its connection closed unless the response had none), a status set to
+                 204/304 drops the server's body.
   DATA           send the rewritten response head and move the response body. A body that
                  ends early (server closed or failed) aborts the client connection at once,
                  so the client sees it short of its announced length, never complete.
@@ -31,9 +36,13 @@ from typing import TYPE_CHECKING
 from splicer.engine.engine import Completion, JobEnd, Phase as JobPhase
 from splicer.errors import NoServerAvailable
 from splicer.health.observe import Event, status_event
+from splicer.http import actions
 from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import (HeadError, RequestHead, ResponseHead, forward_request_head, forward_response_head,
-                             forwarded_request, forwarded_response, head_complete, parse_response)
+                             forwarded_request, forwarded_response, head_complete, parse_response,
+                             response_fields)
+from splicer.http.logformat import Message
+from splicer.http.response_actions import Verdict, evaluate, reframe
 from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
 from splicer.http.termination import NORMAL, Cause, Phase, Termination, counted
 from splicer.runtime import heads, io
@@ -100,7 +109,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in", "_first", "_persist", "_last")
+                 "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -136,6 +145,7 @@ class Stream:
         session.streams += 1
         self._persist = None      # the backend's persistence decision (Backend.persistence)
         self._last = None         # the last Lease lent to this stream (its `killed` is read at the end)
+        self._answer = None       # the http-response rule that answered instead of the server
 
     # -- outcome ---------------------------------------------------------------------------
 
@@ -168,7 +178,10 @@ class Stream:
             c.copied += copied
             if status:
                 c.count_status(status)
-        record_termination(self.term, fe, be, srv)
+        if self._answer is not None:
+            record_local(self.term, self._answer.counter, fe, be, srv)
+        else:
+            record_termination(self.term, fe, be, srv)
 
     async def reply_error(self, status: int) -> None:
         """Answer with an error page (the session then closes gracefully)."""
@@ -394,8 +407,11 @@ class Stream:
         if not route.response_rules:
             out = forwarded_response(head, resp, req, cli_keep)  # memoized
         else:
-            out = forward_response_head(resp, req.version, cli_keep, route.response_rules, self.info, req,
-                                        self.view)
+            v, ruled, drop = self.response_verdict(resp)
+            if v.rule is not None or ruled.framing != fr:
+                return self._slow(c)  # answered by a rule, or a body to drop: the slow path does it
+            resp = ruled
+            out = forward_response_head(resp, req.version, cli_keep, fields=v.fields)
         s = self.s
         lease = self._lease
         policy = route.splice_response
@@ -560,29 +576,41 @@ class Stream:
             return await self._switch_protocols(resp, lease, body_task)
 
         # the final response
+        server_status = resp.status
+        edited = False
+        if self._persist is not None:
+            fields = be.response_fields(self._persist, lease.server.index, resp.headers, req.method)
+            if fields is not None:  # the persistence cookie set or changed (http/persist.py)
+                resp = resp.copy()
+                resp.headers = fields
+                edited = True
+        ruled = None
+        drop = False
+        srv_fr = resp.framing
+        if self.route.response_rules:
+            # the http-response rules decide before any byte of the response moves
+            ruled, resp, drop = self.response_verdict(resp)
+            if ruled.rule is not None:
+                return await self._answer_response(ruled, resp, body_task)
         self.phase = Phase.DATA
         fr = resp.framing
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
-        srv_reuse = resp.keep_alive and fr.kind is not BodyKind.CLOSE
+        # a body dropped unread (a status set to 204/304) leaves the server connection unusable
+        srv_reuse = resp.keep_alive and srv_fr.kind is not BodyKind.CLOSE and not drop
         cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
-        early = body_task is not None and not body_task.done() and not 200 <= resp.status < 300
+        early = body_task is not None and not body_task.done() and not 200 <= server_status < 300
         if early:
             # an error (or redirect) before the request body was all sent: the client
             # connection ends after this response, and the response says so (RFC 9112
             # section 9.6); the session then closes in stages (session._drain), never with a
             # reset under the response
             cli_keep = False
-        edited = False
-        if self._persist is not None:
-            fields = be.response_fields(self._persist, lease.server.index, resp.headers, req.method)
-            if fields is not None:  # the persistence cookie set or changed (http/persist.py)
-                resp.headers = fields
-                edited = True
-        if not self.route.response_rules and not edited:
+        if ruled is not None:
+            head = forward_response_head(resp, req.version, cli_keep, fields=ruled.fields)
+        elif not edited:
             head = forwarded_response(self._resp_raw, resp, req, cli_keep)  # memoized, as above
         else:
-            head = forward_response_head(resp, req.version, cli_keep, self.route.response_rules,
-                                         self.info, req, self.view)
+            head = forward_response_head(resp, req.version, cli_keep)
         policy = self.route.splice_response
         length = fr.length if fr.kind is BodyKind.LENGTH else 0
         taken = None
@@ -628,7 +656,7 @@ class Stream:
             s.abort_client(reset=(fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR)
 
         if body_task is not None:
-            if not body_task.done() and ok and 200 <= resp.status < 300:
+            if not body_task.done() and ok and 200 <= server_status < 300:
                 # An early 2xx (RFC 9112 section 9.3 lets a server answer before it has the
                 # whole request; nginx's `return 204` reads and drops the body afterwards):
                 # the rest of the body is still forwarded, within its own idle timeouts, and
@@ -649,6 +677,57 @@ class Stream:
             elif body_task.result().end is not End.DONE:
                 ok = False
         return ok and cli_keep, ok and srv_reuse
+
+    def response_verdict(self, resp: ResponseHead) -> tuple[Verdict, ResponseHead, bool]:
+        """Run the route's http-response rules on the final response `resp`
+        (http/response_actions.py evaluate(), then reframe()).
+
+        Returns:
+            (verdict, the response to forward: `resp` itself when nothing changed, else a
+            copy with the verdict's status, reason, fields and framing; drop: the server's
+            body must not be forwarded and its connection not reused).
+        """
+        req = self.req
+        fields = response_fields(resp, req.version)
+        v = evaluate(self.route.response_sets, resp.status, resp.reason, fields, self.info, req.method,
+                     req.target, req.headers, self.view)
+        if v.rule is not None:
+            return v, resp, True
+        framing, fields, drop = reframe(req.method, resp.framing, resp.status, v.status, v.fields)
+        out = resp.copy()
+        out.status, out.reason, out.headers, out.framing = v.status, v.reason, fields, framing
+        return Verdict(None, v.status, v.reason, fields), out, drop
+
+    async def _answer_response(self, v: Verdict, resp: ResponseHead, body_task) -> tuple[bool, bool]:
+        """Answer with the http-response rule v.rule (deny, return, redirect) instead of the
+        server's response `resp`, none of which reaches the client (haproxy 4.4 "deny",
+        "return", "redirect"); termination "PH" for a deny (counted in dresp), "LH"
+        otherwise. The server connection is reused only when `resp` has no body and allows
+        it; the client connection stays open when the request was whole and allows it.
+
+        Returns:
+            (keep, reusable), as _relay_response.
+        """
+        req, s = self.req, self.s
+        rule = v.rule
+        if self.term is NORMAL:  # (a request body that failed first keeps its own termination)
+            self._answer = rule
+            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, Phase.HEADERS)
+        whole = body_task is None or (body_task.done() and body_task.result().end is End.DONE)
+        fr = resp.framing
+        reusable = (whole and resp.keep_alive
+                    and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
+        keep = req.keep_alive and whole
+        data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers),
+                                   v.fields, req.version, keep, self.route.errorpages, req.method)
+        await end_task(body_task)  # a request body still under way goes no further
+        try:
+            await io.send_all(self.loop, s.sock, data, s.t_client)
+        except (OSError, TimeoutError):
+            return False, reusable
+        self.head_out += len(data)
+        self.status = int(data[9:12])
+        return keep, reusable
 
     async def _send_response_on_loop(self, srv: Side, lease: Lease, resp: ResponseHead, head: bytes,
                                      length: int, policy, dechunk: bool) -> Result | None:
@@ -843,17 +922,19 @@ def record_termination(t: Termination, fe, be, srv) -> None:
             setattr(c, n, getattr(c, n) + 1)
 
 
-def record_local(t: Termination, counter: str, fe, be) -> None:
-    """Count a request answered by an http-request rule: its termination state in `terms`
-    of the frontend and, when one was chosen, of the backend, and `counter` ("dreq" for a
-    deny, "intercepted" for a return or redirect) on both. A deny ("PR") is not a request
-    error: haproxy counts it in dreq, not in ereq."""
+def record_local(t: Termination, counter: str, fe, be, srv=None) -> None:
+    """Count a stream answered by a rule: its termination state in `terms` of the frontend
+    and, when involved, of the backend and the server, and `counter` on each (actions.LocalRule
+    counter: "dreq" for an http-request deny, "intercepted" for its return or redirect,
+    "dresp" for an http-response deny, "" for none). A deny ("PR", "PH") is not a request or
+    response error: haproxy counts it in dreq / dresp, not in ereq / eresp."""
     code = str(t)
-    for c in (fe, be):
+    for c in (fe, be, srv):
         if c is None:
             continue
         c.terms[code] = c.terms.get(code, 0) + 1
-        setattr(c, counter, getattr(c, counter) + 1)
+        if counter:
+            setattr(c, counter, getattr(c, counter) + 1)
 
 
 _TERM_INFO: dict[Termination, tuple[str, tuple, tuple]] = {}

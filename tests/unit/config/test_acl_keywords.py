@@ -145,8 +145,14 @@ backend app
      ["site.cfg:5: 'http-request return': cannot read '/nonexistent/x': No such file or directory"]),
     ("    http-request allow now\n    default_backend app\n",
      ["site.cfg:5: 'http-request allow' takes no argument, got 'now'"]),
-    ("    http-response deny\n    default_backend app\n",
-     ["site.cfg:5: 'http-response deny' is not supported (supported: set-header, add-header, del-header)"]),
+    ("    http-response cache-store c\n    default_backend app\n",
+     ["site.cfg:5: 'http-response cache-store' is not supported (supported: set-header, add-header, del-header, "
+      "allow, deny, return, redirect, set-status)"]),
+    ("    http-response set-status 101\n    http-response redirect prefix /x\n    default_backend app\n",
+     ["site.cfg:5: 'http-response set-status': invalid status code '101' (expected 200..999) "
+      "(a 1xx is an interim response: a client would wait for another)",
+      "site.cfg:6: 'http-response redirect prefix' is not allowed: a response may only be redirected "
+      "with 'location <loc>' (haproxy)"]),
 ])
 def test_errors_are_exact(frontend, messages):
     assert errors(frontend) == messages

@@ -1,0 +1,243 @@
+"""http-response rules as haproxy runs them: header rules, ``set-status``, ``allow``,
+``deny``, ``return`` and ``redirect``, in file order, backend's set then frontend's.
+
+Rule: sans-I/O. A response's rules are evaluated once, on the response head splicer is
+about to forward (evaluate()); what comes out is a Verdict: the rule that answers instead
+of the server (deny/return/redirect), or the status, reason and fields to forward. How a
+verdict changes the response's framing (reframe()) is decided here too. Sending an answer,
+dropping the server's body and closing its connection is the runtime's
+(runtime/stream.py).
+
+Theory of operation (haproxy configuration.txt 4.2 "http-response", 4.4 "allow", "deny",
+"redirect", "return", "set-status"; haproxy's http_process_res_common):
+
+- A response goes through its backend's ``http-response`` rules, then its frontend's (one
+  set for a listen section). In a set the rules run in file order, each seeing what the
+  ones before it did: a header rule changes the fields later conditions and formats read
+  (``res.hdr``, ``hdr``), ``set-status`` the ``status`` they read.
+- ``allow`` whose condition holds stops the evaluation of its set: the frontend's rules
+  still run after a backend's ``allow``.
+- The first ``deny``, ``return`` or ``redirect`` whose condition holds answers: none of the
+  server's response (head or body) reaches the client. ``deny`` answers 502 by default.
+- ``set-status <status> [reason <str>]`` replaces the status (200..999 here) and the reason
+  (given, else the status's standard one: RFC 9110 section 15; for a status it does not
+  name, its class's as haproxy says it, "Success", "Client Error"..., or "Other").
+- Framing stays true (RFC 9110 sections 6.4.1, 15.3.5, 15.4.5; RFC 9112 section 6.3): a
+  status set to 204 or 304 has no body; the server's body is then never forwarded
+  (reframe() says to drop it) and the framing fields that announced it go. A response to
+  HEAD keeps its Content-Length (but as a 204). A response without a body (the server's 204/304) given
+  a status that has one gets ``Content-Length: 0``, so the client never waits for a close.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from splicer.http import headers as hdr
+from splicer.http.actions import LocalRule
+from splicer.http.framing import BodyKind, Framing
+from splicer.http.logformat import Message, RuleError, StreamInfo
+
+STATUS_MIN, STATUS_MAX = 200, 999
+"""The statuses set-status accepts. haproxy takes 100..999; a 1xx is refused here, since a
+client reads a 1xx as an interim response and waits for another head that never comes."""
+
+BODYLESS = frozenset({204, 304})
+"""Final statuses whose responses never have a body (RFC 9112 section 6.3 rule 1)."""
+
+REASONS = {
+    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
+    204: "No Content", 205: "Reset Content", 206: "Partial Content",
+    300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
+    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect", 308: "Permanent Redirect",
+    400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
+    404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+    407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+    411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+    414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable",
+    417: "Expectation Failed", 421: "Misdirected Request", 422: "Unprocessable Content",
+    425: "Too Early", 426: "Upgrade Required", 428: "Precondition Required",
+    429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    451: "Unavailable For Legal Reasons",
+    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+    503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
+}
+"""The reason phrases of RFC 9110 section 15 (and RFC 6585 for 428, 429, 431; RFC 7725 for
+451; RFC 8470 for 425), the reason ``set-status`` gives a status without ``reason``."""
+
+
+CLASS_REASONS = {2: "Success", 3: "Redirection", 4: "Client Error", 5: "Server Error"}
+"""The reason of a status REASONS does not name, by its class, as haproxy gives it
+(http_get_reason); "Other" above 599."""
+
+
+def reason_of(status: int) -> bytes:
+    """The standard reason phrase of `status` (REASONS), else its class's (CLASS_REASONS),
+    else b"Other"."""
+    return REASONS.get(status, CLASS_REASONS.get(status // 100, "Other")).encode("ascii")
+
+
+@dataclass(frozen=True)
+class StatusRule:
+    """One ``http-response set-status <status> [reason <str>]`` rule.
+
+    Attributes:
+        status: the new status (STATUS_MIN..STATUS_MAX).
+        reason: the new reason phrase (bytes), or None for the status's standard one.
+        cond: the rule's acl.Condition (None: always).
+        file, line: where the rule was written.
+    """
+
+    status: int
+    reason: bytes | None = None
+    cond: object = None
+    file: str = ""
+    line: int = 0
+
+    action = "set-status"
+
+
+def parse_set_status(args: list[str], cond, file: str = "", line: int = 0) -> StatusRule:
+    """Read the words after ``http-response set-status`` (the condition split off).
+
+    Args:
+        args: e.g. ``["503", "reason", "Slow Down"]``.
+        cond: the parsed condition or None.
+
+    Raises:
+        RuleError: no status, a status that is not an integer in STATUS_MIN..STATUS_MAX, a
+            reason missing its text, holding a CR/LF or a non-ASCII character, or another word.
+    """
+    what = "http-response set-status"
+    if not args:
+        raise RuleError(f"'{what}' expects a status code: set-status <status> [reason <str>]")
+    text = args[0]
+    if not text.isdigit() or not STATUS_MIN <= int(text) <= STATUS_MAX:
+        extra = " (a 1xx is an interim response: a client would wait for another)" \
+            if text.isdigit() and 100 <= int(text) < 200 else ""
+        raise RuleError(f"'{what}': invalid status code '{text}' (expected {STATUS_MIN}..{STATUS_MAX}){extra}")
+    reason = None
+    rest = args[1:]
+    if rest:
+        if rest[0] != "reason":
+            raise RuleError(f"'{what}': unknown option '{rest[0]}' (supported: reason)")
+        if len(rest) < 2:
+            raise RuleError(f"'{what}': 'reason' expects a text (quote it if it holds spaces)")
+        if len(rest) > 2:
+            raise RuleError(f"'{what}': unexpected '{rest[2]}' after the reason (quote a reason that holds spaces)")
+        if not rest[1].isascii() or any(c in rest[1] for c in "\r\n\0"):
+            raise RuleError(f"'{what}': a reason is printable ASCII text on one line (RFC 9112 section 4)")
+        reason = rest[1].encode("ascii")
+    return StatusRule(int(text), reason, cond, file, line)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a response's ``http-response`` rules decided (evaluate()).
+
+    Attributes:
+        rule: the deny/return/redirect LocalRule that answers instead of the server, or None
+            (the response is forwarded).
+        status, reason: the status and reason phrase to forward (set-status's, else the
+            server's).
+        fields: the fields to forward, after the header rules.
+    """
+
+    rule: LocalRule | None
+    status: int
+    reason: bytes
+    fields: hdr.Headers
+
+
+def evaluate(sets: tuple[tuple, ...], status: int, reason: bytes, fields: hdr.Headers,
+             stream: StreamInfo | None, method: bytes, target: bytes, request_fields: hdr.Headers | None,
+             view=None) -> Verdict:
+    """Run a response's ``http-response`` rule sets, in order.
+
+    Args:
+        sets: the rule sets in the order they run: (backend's rules, frontend's rules), or
+            one set for a listen section; each a tuple of rules.HeaderRule,
+            actions.LocalRule (side "response") and StatusRule.
+        status, reason: the server's status and reason phrase.
+        fields: the response's fields, hop-by-hop ones removed and framing written
+            (not modified).
+        stream: what log-format samples read (None: no rule needs it; header rules with a
+            value then do not run, as rules.apply).
+        method, target: the request's method and target; request_fields: the request's
+            fields as the client sent them (what ``req.hdr`` reads).
+        view: the request's sample.RequestView that conditions read; its status and
+            response_fields are set to the response's as each condition is evaluated
+            (None: a rule with a condition does not run).
+
+    Returns:
+        A Verdict.
+    """
+    from splicer.http.rules import HeaderRule, apply
+
+    for rules in sets:
+        for r in rules:
+            t = type(r)
+            if t is HeaderRule:
+                if stream is None:
+                    continue
+                if view is not None:
+                    view.status, view.response_fields = status, fields
+                fields = apply((r,), fields, stream, Message(method, target, status, request_fields), view)
+                continue
+            if r.cond is not None:
+                if view is None:
+                    continue
+                view.status, view.response_fields = status, fields
+                if not r.cond(view):
+                    continue
+            if t is StatusRule:
+                status = r.status
+                reason = r.reason if r.reason is not None else reason_of(status)
+            elif r.action == "allow":
+                break
+            else:
+                return Verdict(r, status, reason, fields)
+    if view is not None:
+        view.status, view.response_fields = status, fields
+    return Verdict(None, status, reason, fields)
+
+
+def reframe(method: bytes, framing: Framing, server_status: int, status: int,
+            fields: hdr.Headers) -> tuple[Framing, hdr.Headers, bool]:
+    """The framing and fields to forward a response with once its status may have changed.
+
+    Args:
+        method: the request's method.
+        framing: the server response's framing (framing.response_framing).
+        server_status: the server's status; status: the one to forward (set-status).
+        fields: the fields to forward (after the rules; framing fields as written for
+            `framing`).
+
+    Returns:
+        (framing, fields, drop): drop is True when the server's response has a body the
+        client must not get (its status became 204 or 304, and the server announced a body
+        that is not empty): nothing of it is forwarded, and the server connection, with
+        that body unread, cannot be reused. RFC 9110 sections 8.6 and 15.3.5: a 204 carries neither Content-Length
+        nor Transfer-Encoding; a 304 keeps a Content-Length (it describes the selected
+        representation) but no Transfer-Encoding; RFC 9112 section 6.3 rule 1.
+    """
+    if status == server_status:
+        return framing, fields, False
+    if method == b"HEAD":  # no body either way; its Content-Length describes the resource
+        if status == 204:
+            fields = [(n, v) for n, v in fields if n.lower() not in (b"content-length", b"transfer-encoding")]
+        return framing, fields, False
+    kind = framing.kind
+    if status in BODYLESS:
+        drop = kind is BodyKind.CHUNKED or kind is BodyKind.CLOSE or (kind is BodyKind.LENGTH and framing.length > 0)
+        gone = (b"content-length", b"transfer-encoding") if status == 204 else (b"transfer-encoding",)
+        if status == 304 and kind is not BodyKind.LENGTH and server_status not in BODYLESS:
+            gone = (b"content-length", b"transfer-encoding")  # no length the server stated
+        fields = [(n, v) for n, v in fields if n.lower() not in gone]
+        return Framing(BodyKind.NONE, 0), fields, drop
+    if kind is BodyKind.NONE:
+        # the server's 204/304 has no body; the new status would read as one delimited
+        # by the close: say it is empty
+        fields = [(n, v) for n, v in fields if n.lower() not in (b"content-length", b"transfer-encoding")]
+        fields.append((b"Content-Length", b"0"))
+        return Framing(BodyKind.LENGTH, 0), fields, False
+    return framing, fields, False
