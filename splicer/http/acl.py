@@ -356,6 +356,8 @@ class AclExpr:
         criterion: as written (``hdr_beg(host)``); method: the matching method used.
         fetch: the compiled Fetch; matcher: the compiled patterns.
         file, line: where it was written.
+        patterns: the patterns as written (what config/resolve.py checks against the
+            configuration, e.g. the groups of ``http_auth_group``).
     """
 
     criterion: str
@@ -364,6 +366,7 @@ class AclExpr:
     matcher: Matcher
     file: str = ""
     line: int = 0
+    patterns: tuple = field(default=(), compare=False)
     test: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -486,7 +489,7 @@ def parse_acl_expr(words: Sequence[str], what: str, base_dir: str = "", file: st
     if fetch.type == BOOL and method == "bool":
         patterns = []
     matcher = compile_matcher(method, patterns, what, fetch.type)
-    return AclExpr(criterion, method, fetch, matcher, file, line)
+    return AclExpr(criterion, method, fetch, matcher, file, line, tuple(p for p, _ in patterns))
 
 
 def parse_acl(words: Sequence[str], base_dir: str = "", file: str = "", line: int = 0) -> tuple[str, AclExpr]:
