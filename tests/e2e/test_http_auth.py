@@ -177,3 +177,51 @@ backend app
         assert get(port, basic(b"scott", b"el:gato")).endswith(b"\r\n\r\napp")
     finally:
         app.close()
+
+
+def test_bad_userlist_lines_are_reported_with_file_and_line(tmp_path):
+    import subprocess
+
+    from tests.e2e.helpers import splicer_command
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text(
+        "userlist L1\n"                                   # 1
+        "    group admins users tiger,ghost\n"            # 2
+        "    user tiger password $y$j9T$abc$def\n"        # 3
+        "    user tiger insecure-password x groups ops\n"  # 4
+        "defaults\n"                                      # 5
+        "    mode http\n"                                 # 6
+        "frontend www\n"                                  # 7
+        "    bind 127.0.0.1:8080\n"                       # 8
+        "    http-request auth realm\n"                   # 9
+        "    http-request deny unless { http_auth(L2) }\n"  # 10
+        "    default_backend web\n"                       # 11
+        "backend web\n"                                   # 12
+        "    timeout tarpit abc\n"                        # 13
+        "    server s1 127.0.0.1:8081\n")                 # 14
+    r = subprocess.run(splicer_command() + ["-c", str(cfg), "--check"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 1
+    lines = [ln.removeprefix("splicer: ") for ln in r.stderr.splitlines()]
+    for want in (
+        f"{cfg}:3: userlist 'L1': user 'tiger': unsupported password hash scheme '$y$' (supported: "
+        "$1$ md5-crypt, $5$ sha256-crypt, $6$ sha512-crypt, $2a$/$2b$/$2y$ bcrypt; or use 'insecure-password')",
+        f"{cfg}:9: 'http-request auth': missing realm value",
+        f"{cfg}:13: 'timeout tarpit': invalid time 'abc': expected digits followed by an optional unit "
+        "(us, ms, s, m, h, d)",
+    ):
+        assert want in lines, (want, r.stderr)
+    # the userlist's own line broke, so its references are checked once the file is fixed
+    cfg.write_text(cfg.read_text().replace("password $y$j9T$abc$def", "insecure-password a")
+                   .replace("    http-request auth realm\n", "    http-request auth realm r\n")
+                   .replace("tarpit abc", "tarpit 1s"))
+    r = subprocess.run(splicer_command() + ["-c", str(cfg), "--check"], capture_output=True, text=True,
+                       timeout=20)
+    lines = [ln.removeprefix("splicer: ") for ln in r.stderr.splitlines()]
+    assert r.returncode == 1
+    assert lines == [
+        f"{cfg}:2: userlist 'L1': group 'admins' lists unknown user 'ghost'",
+        f"{cfg}:4: userlist 'L1': duplicate user 'tiger' (first at line 3)",
+        f"{cfg}:10: frontend 'www': 'http_auth(L2)': userlist 'L2' not found",
+        f"configuration file {cfg} has 3 error(s)",
+    ], r.stderr
