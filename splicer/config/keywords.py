@@ -17,6 +17,7 @@ is overwritten by a later statement.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import ipaddress
 import re
@@ -30,9 +31,11 @@ from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
 from splicer.http.rules import RuleError, parse_rule
 from splicer.http.sample import SampleError, parse_name_format
+from splicer.http.userlist import UserlistError, parse_group, parse_user
 
-SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend")
-"""Section keywords, in the column order of haproxy's keyword matrix."""
+SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend", "userlist")
+"""Section keywords, in the column order of haproxy's keyword matrix (``userlist`` last:
+haproxy 12.2, a section of users and groups, not a proxy)."""
 
 GLOBAL = frozenset({"global"})
 PROXIES = frozenset({"defaults", "frontend", "listen", "backend"})
@@ -41,9 +44,10 @@ BACK = frozenset({"defaults", "listen", "backend"})       # backend capability (
 FRONT_ONLY = frozenset({"frontend", "listen"})
 BACK_ONLY = frozenset({"listen", "backend"})
 EVERYWHERE = GLOBAL | PROXIES
+USERLIST = frozenset({"userlist"})
 
 UNSUPPORTED_SECTIONS = frozenset({
-    "userlist", "peers", "resolvers", "mailers", "program", "http-errors", "ring", "cache",
+    "peers", "resolvers", "mailers", "program", "http-errors", "ring", "cache",
     "fcgi-app", "log-forward", "crt-store", "traces", "acme",
 })
 """haproxy section keywords splicer does not implement: the whole section is refused."""
@@ -908,13 +912,14 @@ TIMEOUTS: dict[str, Keyword] = {
     for name, sections in (
         ("client", FRONT), ("http-request", FRONT), ("http-keep-alive", FRONT),
         ("server", BACK), ("connect", BACK), ("queue", BACK), ("tunnel", BACK), ("check", BACK),
+        ("tarpit", PROXIES),
     )
 }
 """``timeout X`` sub-keywords. Sections follow the model: client-side timeouts are read from
 the Frontend, server-side ones from the Backend (see docs/configuration.md for where this is
 stricter than haproxy)."""
 
-HAPROXY_TIMEOUTS = frozenset({"tarpit", "client-fin", "server-fin", "client-hs"})
+HAPROXY_TIMEOUTS = frozenset({"client-fin", "server-fin", "client-hs"})
 
 
 def _parse_timeout(ctx: Context, args: Sequence[str]) -> None:
@@ -1029,7 +1034,24 @@ def _header_rule(side: str) -> ParseFn:
             rule = parse_rule(list(args), side, ctx.file, ctx.line)
         except RuleError as exc:
             raise ArgError(str(exc)) from None
+        if getattr(rule, "action", "") == "auth" and rule.realm is None:
+            # haproxy: the realm defaults to the name of the proxy the rule belongs to
+            rule = dataclasses.replace(rule, realm=ctx.name)
         ctx.set(f"http_{side}", rule)
+    return parse
+
+
+def _userlist_line(kind: str) -> ParseFn:
+    """Parse function for the ``user`` and ``group`` lines of a ``userlist`` section
+    (haproxy 12.2): key ``user`` / ``group``, a userlist.User / userlist.Group; the
+    section's lines are put together, and their references checked, by resolve.py."""
+    fn = parse_user if kind == "user" else parse_group
+
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        try:
+            ctx.set(kind, fn(list(args), ctx.file, ctx.line))
+        except UserlistError as exc:
+            raise ArgError(f"{ctx.where}: {exc}") from None
     return parse
 
 
@@ -1252,6 +1274,9 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("http-response", FRONT_ONLY | BACK_ONLY, _header_rule("response")),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
     _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
+    # userlist
+    _kw("user", USERLIST, _userlist_line("user"), "user (userlist)"),
+    _kw("group", USERLIST, _userlist_line("group"), "group (userlist)"),
 )
 """Every top-level keyword. A name may appear twice with disjoint sections (``maxconn``)."""
 

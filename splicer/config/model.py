@@ -236,6 +236,9 @@ class Frontend:
         use_backend: its `use_backend` rules (SwitchingRule), in file order: the first whose
             condition holds names the request's backend, else default_backend.
         timeouts: client-side timeouts (client, http-request, http-keep-alive) are read here.
+        tarpit: how long a request its ``http-request tarpit`` rules hold is held,
+            seconds: `timeout tarpit`, else `timeout connect` as this section sees it
+            (haproxy), else 0 (answered at once). Derived: not part of equality.
     """
 
     name: str
@@ -255,6 +258,7 @@ class Frontend:
     http_response: tuple = ()
     use_backend: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
+    tarpit: float = field(default=0.0, compare=False)
     file: str = ""
     line: int = 0
 
@@ -298,6 +302,7 @@ class Backend:
             (PersistRule), in file order.
         http_reuse: `http-reuse`: "never", "safe" (haproxy's default), "aggressive" or "always".
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
+        tarpit: the hold of its ``http-request tarpit`` rules, seconds, as Frontend.tarpit.
     """
 
     name: str
@@ -331,6 +336,7 @@ class Backend:
     ignore_persist: tuple = ()
     http_reuse: str = "safe"
     timeouts: Timeouts = field(default_factory=Timeouts)
+    tarpit: float = field(default=0.0, compare=False)
     file: str = ""
     line: int = 0
 
@@ -349,6 +355,7 @@ class Config:
         frontends: frontends in file order (listen sections included).
         backends: backends by name (listen sections included).
         warnings: "file:line: text" strings for things accepted but ignored.
+        userlists: the `userlist` sections by name (http.userlist.Userlist).
     """
 
     path: str
@@ -356,3 +363,4 @@ class Config:
     frontends: tuple[Frontend, ...]
     backends: dict[str, Backend]
     warnings: tuple[str, ...] = ()
+    userlists: dict = field(default_factory=dict)

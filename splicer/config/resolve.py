@@ -38,6 +38,13 @@ Theory of operation (haproxy semantics unless noted):
   ``observe layer7`` needs mode http (an error, as haproxy's alert); ``observe`` on a server
   without ``check`` is accepted and does nothing (haproxy's health_adjust() needs a check
   task), with a warning that haproxy does not give.
+- Userlists (haproxy 12.2): each ``userlist`` section's users and groups are put together
+  (http/userlist.py build_userlist: duplicates, unknown groups and users are errors);
+  userlist names are unique; every ``http_auth(<userlist>)`` /
+  ``http_auth_group(<userlist>)`` of an ACL must name one, and the groups an
+  ``http_auth_group`` ACL matches must be groups of it.
+- ``timeout tarpit``: a proxy without one holds tarpitted requests for its ``timeout
+  connect`` (haproxy proxy.c; a frontend sees the one of its defaults section), else 0.
 """
 from __future__ import annotations
 
@@ -57,7 +64,8 @@ from splicer.config.model import (
 )
 from dataclasses import replace
 
-from splicer.http.acl import PREDEFINED, Acl
+from splicer.http.acl import PREDEFINED, Acl, AclExpr
+from splicer.http.userlist import Userlist, build_userlist
 from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
@@ -104,8 +112,24 @@ def resolve(raw: RawConfig) -> Config:
                                 f"{first.kind} '{first.name}' declared at "
                                 f"{first.file}:{first.line}")
 
+    userlists: dict[str, Userlist] = {}
     for section in raw.sections:
-        if section.kind in ("global", "defaults"):
+        if section.kind != "userlist":
+            continue
+        first = userlists.get(section.name)
+        if first is not None:
+            error(section.line, f"userlist '{section.name}' has the same name as the userlist "
+                                f"declared at {first.file}:{first.line}")
+            continue
+        ul, problems = build_userlist(
+            section.name, [e.value for e in section.entries if e.key == "user"],  # type: ignore[misc]
+            [e.value for e in section.entries if e.key == "group"], section.file, section.line)  # type: ignore[misc]
+        for line, msg in problems:
+            error(line, msg)
+        userlists[section.name] = ul
+
+    for section in raw.sections:
+        if section.kind in ("global", "defaults", "userlist"):
             continue
         settings = _effective(section)
         where = describe_section(section.kind, section.name)
@@ -121,6 +145,7 @@ def resolve(raw: RawConfig) -> Config:
                     warnings.append(f"{entry.file}:{entry.line}: {where}: '{keyword}' rules are "
                                     "ignored in mode tcp (they need mode http)")
         bound = _bind_conditions(section, where, error)
+        _check_userlists(section, where, userlists, error)
         if section.kind in ("frontend", "listen"):
             claim(fe_names, section)
             if section.kind == "frontend":
@@ -220,7 +245,44 @@ def resolve(raw: RawConfig) -> Config:
         frontends=tuple(frontend for frontend, _, _ in frontends),
         backends=backends,
         warnings=tuple(warnings),
+        userlists=userlists,
     )
+
+
+def _check_userlists(section: RawSection, where: str, userlists: dict, error) -> None:
+    """Every ``http_auth*(<userlist>)`` of the section's ACLs (named, or anonymous in a
+    condition) names a userlist, and an ``http_auth_group`` ACL's patterns are groups of it
+    (haproxy: "unable to find userlist"; a group it does not have can never match)."""
+    for entry in section.entries:
+        if entry.key == "acl":
+            exprs = [entry.value[1]]  # type: ignore[index]
+        else:
+            cond = getattr(entry.value, "cond", None)
+            if cond is None:
+                continue
+            exprs = [ref for term in cond.terms for _, ref in term if isinstance(ref, AclExpr)]
+        for expr in exprs:
+            name = expr.fetch.userlist
+            if not name:
+                continue
+            ul = userlists.get(name)
+            if ul is None:
+                error(entry.line, f"{where}: '{expr.criterion}': userlist '{name}' not found"
+                                  + did_you_mean(name, userlists))
+            elif expr.criterion.startswith("http_auth_group"):
+                for group, _ in expr.patterns:
+                    if group not in ul.groups:
+                        error(entry.line, f"{where}: '{expr.criterion}': userlist '{name}' has no "
+                                          f"group '{group}'" + did_you_mean(group, ul.groups))
+
+
+def _tarpit(settings: dict[str, Entry]) -> float:
+    """`timeout tarpit`, else `timeout connect`, else 0 (haproxy proxy.c), seconds."""
+    for key in ("timeout.tarpit", "timeout.connect"):
+        value = _value(settings, key, None)
+        if value is not None:
+            return float(value)  # type: ignore[arg-type]
+    return 0.0
 
 
 def _effective(section: RawSection) -> dict[str, Entry]:
@@ -342,6 +404,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         use_backend=_rules(section, "use_backend", bound),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _FRONT_TIMEOUTS}),  # type: ignore[arg-type]
+        tarpit=_tarpit(settings),
         file=section.file,
         line=section.line,
     )
@@ -401,6 +464,7 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         http_reuse=str(_value(settings, "http_reuse", "safe")),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
+        tarpit=_tarpit(settings),
         file=section.file,
         line=section.line,
     )

@@ -388,8 +388,10 @@ class AclExpr:
         criterion: as written (``hdr_beg(host)``); method: the matching method used.
         fetch: the compiled Fetch; matcher: the compiled patterns.
         file, line: where it was written.
-        patterns: the (pattern text, ignore case) pairs the matcher was compiled from, so
-            that ACLs on one fetch can be merged (any_of).
+        patterns: the (pattern text, ignore case) pairs the matcher was compiled from,
+            so that ACLs on one fetch can be merged (any_of), and what
+            config/resolve.py checks against the configuration (the groups of
+            ``http_auth_group``).
     """
 
     criterion: str
@@ -398,7 +400,7 @@ class AclExpr:
     matcher: Matcher
     file: str = ""
     line: int = 0
-    patterns: tuple = ()
+    patterns: tuple = field(default=(), compare=False)
     test: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,6 +1,7 @@
 """http-request (and http-response) actions that answer the client locally: haproxy's
-``deny``, ``return``, ``redirect``, and ``allow``, which stops the evaluation of the rules
-after it. The http-response side's evaluation is http/response_actions.py's.
+``deny``, ``return``, ``redirect``, ``auth``, ``tarpit``, and ``allow``, which stops the
+evaluation of the rules after it. The http-response side's evaluation is
+http/response_actions.py's.
 
 Rule: sans-I/O. An action is parsed once from its words (parse_action, files read then),
 into a LocalRule; per request, first_local() says which rule (if any) answers, and
@@ -29,17 +30,27 @@ return", "http-request redirect", "http-request allow", and 4.4 "redirect"):
   prefix of exactly ``/`` adds nothing); ``scheme`` builds ``<sch>://<host><path>``.
   append-slash adds a ``/`` to a path that does not end with one (prefix and scheme).
   <loc>, <pfx> and <sch> are log-format strings (logformat.parse_format).
+- ``auth [realm <realm>]``: answer 401 with the proxy's 401 error page (``errorfile 401``
+  wins) whose ``WWW-Authenticate`` fields are replaced with one
+  ``Basic realm="<realm>"`` challenge (RFC 7617 section 2); the realm defaults to the name
+  of the proxy the rule is written in (config/keywords.py fills it in). Counted as an
+  intercepted request, terminated "LR", as haproxy does.
+- ``tarpit [{status | deny_status} <code>] [payload as return]``: hold the request for
+  ``timeout tarpit`` (runtime/session.py does the holding), then answer 500 (or <code>)
+  as ``return`` would, with ``default-errorfiles`` implied when no payload is given, and
+  close the connection. Counted as a denied request, terminated "PT".
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 
 from splicer.http import acl, errorpages
 from splicer.http.normalize import NormalizeError, NormalizeRule
 from splicer.http.logformat import RuleError, parse_format, render
 
-LOCAL_ACTIONS = ("allow", "deny", "return", "redirect")
+LOCAL_ACTIONS = ("allow", "deny", "return", "redirect", "auth", "tarpit")
 """Actions handled here."""
 
 REDIRECT_CODES = (301, 302, 303, 307, 308)
@@ -69,6 +80,8 @@ class LocalRule:
         headers: (name, parsed format) pairs of ``hdr``.
         redirect: "location", "prefix" or "scheme" ("" for other actions); target: its
             parsed format; drop_query, append_slash: redirect options.
+        realm: the ``auth`` challenge's realm (None: the proxy's name, filled in when the
+            rule is read from its section).
         file, line: where the rule was written.
         side: "request" (an ``http-request`` rule) or "response" (``http-response``).
     """
@@ -86,6 +99,7 @@ class LocalRule:
     target: tuple = ()
     drop_query: bool = False
     append_slash: bool = False
+    realm: str | None = None
     file: str = ""
     line: int = 0
     side: str = "request"
@@ -93,11 +107,12 @@ class LocalRule:
     @property
     def counter(self) -> str:
         """The stats counter a stream this rule answers adds one to: haproxy counts denied
-        requests as ``dreq``, other local answers to a request as ``intercepted``, denied
-        responses as ``dresp``, and other answers to a response in none ("")."""
+        (and tarpitted) requests as ``dreq``, other local answers to a request as
+        ``intercepted``, denied responses as ``dresp``, and other answers to a response in
+        none ("")."""
         if self.side == "response":
             return "dresp" if self.action == "deny" else ""
-        return "dreq" if self.action == "deny" else "intercepted"
+        return "dreq" if self.action in ("deny", "tarpit") else "intercepted"
 
 
 def _read(path: str, base_dir: str, what: str) -> bytes:
@@ -144,7 +159,9 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
         return LocalRule("allow", 0, cond, file=file, line=line, side=side)
     if action == "redirect":
         return _parse_redirect(args, cond, file, line, side)
-    status = (403 if side == "request" else 502) if action == "deny" else 200
+    if action == "auth":
+        return _parse_auth(args, cond, file, line)
+    status = {"deny": 403 if side == "request" else 502, "tarpit": 500}.get(action, 200)
     kw = dict(content_type=None, body=None, body_fmt=None, raw=None, default_errorfiles=False)
     headers = []
     payload = None
@@ -153,7 +170,7 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
         w = args[i]
         val = args[i + 1] if i + 1 < len(args) else None
         if w in ("status", "deny_status"):
-            if (w == "status") != (action == "return"):
+            if action != "tarpit" and (w == "status") != (action == "return"):
                 raise RuleError(f"'{what}': unknown option '{w}'"
                                 + (" (use 'deny_status')" if action == "deny" else " (use 'status')"))
             if val is None:
@@ -200,15 +217,46 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
             i += 3
         else:
             raise RuleError(f"'{what}': unknown option '{w}' (supported: "
-                            + ("deny_status" if action == "deny" else "status")
+                            + {"deny": "deny_status", "tarpit": "status, deny_status"}.get(action, "status")
                             + ", content-type, string, lf-string, file, errorfile, default-errorfiles, hdr)")
     if payload in ("string", "lf-string", "file") and kw["content_type"] is None:
         raise RuleError(f"'{what}': '{payload}' needs a 'content-type'")
     if payload == "errorfile" and (headers or kw["content_type"] is not None):
         raise RuleError(f"'{what}': 'errorfile' is sent as-is: no 'hdr' or 'content-type' with it")
-    if action == "deny" and payload is None:
+    if action in ("deny", "tarpit") and payload is None:
         kw["default_errorfiles"] = True
     return LocalRule(action, status, cond, headers=tuple(headers), file=file, line=line, side=side, **kw)
+
+
+_REALM_BAD = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _parse_auth(args: list[str], cond, file: str, line: int) -> LocalRule:
+    what = "http-request auth"
+    realm = None
+    if args:
+        if args[0] != "realm":
+            raise RuleError(f"'{what}': unknown option '{args[0]}' (supported: realm)")
+        if len(args) < 2 or not args[1]:
+            raise RuleError(f"'{what}': missing realm value")
+        if len(args) > 2:
+            raise RuleError(f"'{what}': unexpected '{args[2]}' after the realm")
+        if _REALM_BAD.search(args[1]):
+            raise RuleError(f"'{what}': a realm cannot hold control characters")
+        realm = args[1]
+    return LocalRule("auth", 401, cond, default_errorfiles=True, realm=realm, file=file, line=line)
+
+
+def challenge(realm: str) -> bytes:
+    """The ``WWW-Authenticate`` value of an ``auth`` rule: ``Basic realm="<realm>"``, the
+    realm a quoted-string (RFC 9110 section 5.6.4: ``"`` and ``\\`` escaped; haproxy
+    writes the realm unescaped)."""
+    quoted = realm.replace("\\", "\\\\").replace('"', '\\"')
+    return b'Basic realm="' + quoted.encode("utf-8") + b'"'
+
+
+AUTH_TEXT = "You need a valid user and password to access this content."
+"""The sentence of the 401 page (haproxy's)."""
 
 
 def _parse_redirect(args: list[str], cond, file: str, line: int, side: str = "request") -> LocalRule:
@@ -288,6 +336,17 @@ def merge_runs(rules: tuple) -> tuple:
     return tuple(out) if len(out) < len(rules) else tuple(rules)
 
 
+def _with_challenge(raw: bytes, value: bytes) -> bytes:
+    """An ``errorfile`` response with its WWW-Authenticate fields replaced by one holding
+    `value` (haproxy 4.2 "http-request auth": the proxy's error message, altered so)."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    kept = [lines[0]] + [ln for ln in lines[1:]
+                         if ln.split(b":", 1)[0].strip().lower() != b"www-authenticate"]
+    kept.append(b"www-authenticate: " + value)
+    return b"\r\n".join(kept) + sep + body
+
+
 def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
     """Evaluate a proxy's ``http-request`` rules in order.
 
@@ -358,10 +417,17 @@ def reply(rule: LocalRule, info, msg, fields, version: bytes, keep_alive: bool,
     if raw is None and rule.default_errorfiles:
         raw = errorpages_.get(status)
     if raw is not None:
+        if rule.action == "auth":
+            raw = _with_challenge(raw, challenge(rule.realm or ""))
         return raw, False
     fields_out: list[tuple[bytes, bytes]] = []
     body = b""
-    if rule.action == "redirect":
+    if rule.action == "auth":
+        page = errorpages.error_response(401, AUTH_TEXT)
+        body = page.partition(b"\r\n\r\n")[2]
+        fields_out += [(b"content-type", b"text/html"), (b"cache-control", b"no-cache"),
+                       (b"www-authenticate", challenge(rule.realm or ""))]
+    elif rule.action == "redirect":
         fields_out.append((b"location", _location(rule, info, msg, fields)))
         fields_out.append((b"cache-control", b"no-cache"))
     elif rule.default_errorfiles:

@@ -26,7 +26,8 @@ Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-respons
   when it holds. Conditions read the request as the client sent it (a RequestView built
   once per request), not the fields an earlier rule rewrote; in http-response rules
   ``hdr()``, ``res.hdr()`` and ``status`` read the response.
-- ``allow``, ``deny``, ``return`` and ``redirect`` (http/actions.py) are parsed here too,
+- ``allow``, ``deny``, ``return``, ``redirect``, ``auth`` and ``tarpit``
+  (http/actions.py) are parsed here too,
   so that a proxy's rules keep their order; apply() skips them.
 - Fields that carry message framing or connection management (FRAMING_FIELDS) cannot be
   rewritten: splicer writes them itself and a rule could otherwise desynchronise the
@@ -45,22 +46,22 @@ from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format,
 ACTIONS = ("set-header", "add-header", "del-header")
 """Header actions of ``http-request`` and ``http-response``."""
 
-REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "normalize-uri")
-"""Every action ``http-request`` supports (allow, deny, return, redirect: http/actions.py;
-normalize-uri: http/normalize.py)."""
+REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "auth", "tarpit", "normalize-uri")
+"""Every action ``http-request`` supports (allow, deny, return, redirect, auth, tarpit:
+http/actions.py; normalize-uri: http/normalize.py)."""
 
 RESPONSE_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "set-status")
 """Every action ``http-response`` supports (allow, deny, return, redirect: http/actions.py;
 set-status and the evaluation of a response's rules: http/response_actions.py)."""
 
 HAPROXY_ACTIONS = frozenset({
-    "add-acl", "auth", "cache-use", "capture", "del-acl", "del-map",
+    "add-acl", "cache-use", "capture", "del-acl", "del-map",
     "disable-l7-retry", "do-resolve", "early-hint", "normalize-uri", "reject",
     "replace-header", "replace-path", "replace-pathq", "replace-uri", "replace-value",
     "sc-inc-gpc0", "set-dst", "set-dst-port", "set-log-level", "set-map",
     "set-mark", "set-method", "set-nice", "set-path", "set-pathq", "set-priority-class",
     "set-priority-offset", "set-query", "set-src", "set-src-port", "set-tos",
-    "set-uri", "set-var", "silent-drop", "strict-mode", "tarpit", "track-sc0", "track-sc1",
+    "set-uri", "set-var", "silent-drop", "strict-mode", "track-sc0", "track-sc1",
     "track-sc2", "unset-var", "use-service", "wait-for-body", "wait-for-handshake",
     "cache-store", "send-spoe-group", "lua",
 })
@@ -103,7 +104,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         side: "request" or "response".
 
     Returns:
-        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, a
+        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect/auth/tarpit, a
         response_actions.StatusRule for set-status, or a
         normalize.NormalizeRule for normalize-uri; a condition's
         ACL names are bound later (config/resolve.py).

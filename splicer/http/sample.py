@@ -31,6 +31,13 @@ HTTP samples (Layer 7)"):
   (host names ignore case, RFC 3986 section 3.2.2), so ``hdr(host) admin.example.com``
   matches ``ADMIN.example.com.:80`` too, with or without ``-i``; outside ACLs the fetch
   gives the field as sent.
+- ``http_auth(<userlist>)`` and ``http_auth_group(<userlist>)`` read the verdict on the
+  request's Basic credentials that the runtime put in RequestView.auth before the rules
+  run (checking a password hash is too slow to do here: runtime/auth.py does it off the
+  event loop); in an ACL ``http_auth_group`` gives the user's groups, which the patterns
+  (group names) are matched against, elsewhere the user name. ``http_auth_type``,
+  ``http_auth_user`` and ``http_auth_pass`` decode the Authorization field and check
+  nothing (http/userlist.py basic_credentials).
 - Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
 """
 from __future__ import annotations
@@ -43,6 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from splicer.http.normalize import canonical_host, rule_path
+from splicer.http.userlist import auth_scheme, basic_credentials
 
 STR, INT, IP, BOOL = "str", "int", "ip", "bool"
 """Sample types (haproxy: string, integer, ip, boolean)."""
@@ -72,16 +80,19 @@ class RequestView:
             backend counts 0).
         status: the response status in http-response rules, 0 for a request.
         response_fields: the response's fields in http-response rules, else None.
+        auth: {userlist name: (user name, its groups)} for each userlist the request's
+            Basic credentials are valid for, as the runtime checked them before the
+            rules run (runtime/auth.py); None or absent: not authenticated.
     """
 
     __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
-                 "has_body", "nbsrv", "status", "response_fields", "_src_ip", "_dst_ip", "_by_name",
-                 "_parts", "_path")
+                 "has_body", "nbsrv", "status", "response_fields", "auth", "_src_ip", "_dst_ip",
+                 "_by_name", "_parts", "_path")
 
     def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
                  src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
                  has_body: bool = False, nbsrv: Callable[[str], int] | None = None,
-                 status: int = 0, response_fields=None) -> None:
+                 status: int = 0, response_fields=None, auth=None) -> None:
         self.method, self.url, self.target, self.version = method, url, target, version
         self.fields = fields
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
@@ -89,6 +100,7 @@ class RequestView:
         self.nbsrv = nbsrv
         self.status = status
         self.response_fields = response_fields
+        self.auth = auth
         self._src_ip = self._dst_ip = None
         self._by_name = self._parts = self._path = None
 
@@ -190,7 +202,7 @@ class Fetch:
         last: outside ACLs (a log-format ``%[...]``) the fetch gives its last sample (the
             header and cookie fetches: haproxy "returns the last occurrence"), else its first.
         acl_fn: what an ACL iterates instead of fn (None: fn): a Host fetch adds the
-            canonical host of each value.
+            canonical host of each value; ``http_auth_group`` gives the user's groups.
         key: what identifies the samples it gives: (fetch name, its arguments, its
             converters) as written, a derivative reduced to its base fetch
             (``hdr_dom(host)`` and ``hdr(host)`` share ``("hdr", ("host",), (), "")``),
@@ -198,9 +210,12 @@ class Fetch:
             fetches with one key give the same samples of any view, so ACLs on them can
             be merged (acl.any_of). () for internal fetches (never merged).
         source: what of the request its samples are a pure function of (source_of():
-            ``("target",)``, ``("field", b"host")``...), () when nothing that simple
+            ``("line",)``, ``("field", b"host")``...), () when nothing that simple
             (server state, response fields, variables); acl.any_of remembers results
             by it.
+        userlist: the userlist an ``http_auth*(<userlist>)`` fetch reads ("" for others):
+            the runtime checks the credentials against it before the rules run, and
+            config/resolve.py checks that it exists.
     """
 
     expr: str
@@ -212,6 +227,7 @@ class Fetch:
     acl_fn: Callable | None = None
     key: tuple = ()
     source: tuple = ()
+    userlist: str = ""
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -428,6 +444,42 @@ def _fetch_nbsrv(name, args):
     return INT, lambda v: [v.nbsrv(backend) if v.nbsrv is not None else 0]
 
 
+def _userlist_arg(name: str, args: list[str]) -> str:
+    if len(args) != 1 or not args[0]:
+        raise SampleError(f"fetch '{name}' expects a userlist: {name}(<userlist>)")
+    return args[0]
+
+
+def _fetch_http_auth(name, args):
+    ul = _userlist_arg(name, args)
+    if name == "http_auth":
+        return BOOL, lambda v: [v.auth is not None and ul in v.auth]
+
+    def user(v):
+        got = v.auth.get(ul) if v.auth is not None else None
+        return [] if got is None else [got[0]]
+    return STR, user
+
+
+def _auth_groups(ul: str) -> Callable:
+    def groups(v):
+        got = v.auth.get(ul) if v.auth is not None else None
+        return [] if got is None else list(got[1])
+    return groups
+
+
+def _basic_part(index: int) -> Callable:
+    def part(v):
+        cred = basic_credentials(v.values(b"authorization"))
+        return [] if cred is None else [cred[index]]
+    return part
+
+
+def _auth_type(v) -> list[bytes]:
+    scheme = auth_scheme(v.values(b"authorization"))
+    return [] if scheme is None else [scheme]
+
+
 def _simple(kind: str, fn: Callable) -> Callable:
     def build(name, args):
         _no_args(name, args)
@@ -459,6 +511,10 @@ FETCHES: dict[str, Callable] = {
     "dst_port": _simple(INT, lambda v: [v.dst_port]),
     "status": _simple(INT, lambda v: [v.status] if v.status else []),
     "nbsrv": _fetch_nbsrv,
+    "http_auth": _fetch_http_auth, "http_auth_group": _fetch_http_auth,
+    "http_auth_type": _simple(STR, _auth_type),
+    "http_auth_user": _simple(STR, _basic_part(0)),
+    "http_auth_pass": _simple(STR, _basic_part(1)),
     "always_true": _simple(BOOL, lambda v: [True]),
     "always_false": _simple(BOOL, lambda v: [False]),
     "req.proto_http": _simple(BOOL, lambda v: [True]),
@@ -829,6 +885,9 @@ def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     acl_fn = None
     if name in _HOST_FETCHES and kind == STR and args and args[0].strip().lower() == "host":
         acl_fn = _with_canonical_host(fn)
+    userlist = args[0] if name in ("http_auth", "http_auth_group") else ""
+    if name == "http_auth_group":
+        acl_fn = _auth_groups(userlist)
     for step in steps[1:]:
         cname, cargs = _call(step.strip())
         conv = CONVERTERS.get(cname)
@@ -844,7 +903,7 @@ def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     convs = tuple(s.strip() for s in steps[1:])
     key = (name, tuple(a.strip() for a in args), convs, base_dir if convs else "")
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args))
+                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args), userlist)
 
 
 _HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})

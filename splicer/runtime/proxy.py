@@ -25,6 +25,7 @@ from splicer.runtime import io
 from splicer.runtime.backend import Backend
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Phase, Termination
+from splicer.runtime.auth import Authenticator, userlists_of
 from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
@@ -62,6 +63,9 @@ class FrontendRT:
         strict_uri: a request whose target is ambiguous (http/normalize.py ambiguity) is
             refused with 400 (not with `option accept-invalid-http-request`); with a
             Switching, its choose() checks it after the rules.
+        auth_lists: the userlists its rules' conditions (and its backends') read: a
+            request's credentials are checked against them before the rules run
+            (runtime/auth.py); empty: nothing to check.
     """
 
     def __init__(self, proxy: "Proxy", model: Frontend, backend: Backend | None) -> None:
@@ -84,6 +88,9 @@ class FrontendRT:
         self.switching = switching_of(model, proxy.config.backends) if model.mode == "http" else None
         self.fe_errorpages = MappingProxyType(dict(model.errorfiles))
         self.strict_uri = not model.accept_invalid_http_request
+        be_models = [be.model for be, _ in self.routes.values()]
+        self.auth_lists = userlists_of([*model.http_request, *model.http_response, *model.use_backend,
+                                        *(r for b in be_models for r in (*b.http_request, *b.http_response))])
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
@@ -233,6 +240,7 @@ class Proxy:
                              bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
+        self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]
         self._stopped = asyncio.Event()
@@ -259,7 +267,8 @@ class Proxy:
                 fe.resume()
 
     def stats(self) -> dict:
-        """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes."""
+        """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes,
+        and the password hashes verified (auth.verified) and verdicts cached."""
         p = self.pool.stats()
         e = self.engine.stats()
         return {
@@ -279,6 +288,7 @@ class Proxy:
             "pipes": {"used": p.pipes_used, "free": p.pipes_free, "max": p.pipes_max, "size": p.pipe_size,
                       "killed": p.pipes_killed, "spliced_bytes": p.spliced_bytes, "splice_calls": p.splice_calls,
                       "eagain_waits": p.eagain_waits, "failures": p.pipe_failures},
+            "auth": {"verified": self.auth.verified, "cached": len(self.auth.cache)},
         }
 
     def print_stats(self) -> None:
@@ -318,5 +328,6 @@ class Proxy:
             for be in self.backends.values():
                 be.close()
             self.print_stats()
+            self.auth.close()
             self.engine.close()
             self.pool.close()

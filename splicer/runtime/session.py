@@ -54,6 +54,9 @@ _REFUSED = Decision(actions.BAD_REQUEST, None, 0, 0)
 LINGER = 1.0
 """Seconds a closing client connection with unread bytes is drained before the close."""
 
+_SINK = bytearray(16384)
+"""Where every tarpit hold drops what its client sends (one event loop per process)."""
+
 
 class HttpSession:
     """One client connection in `mode http`.
@@ -153,7 +156,14 @@ class HttpSession:
                 return
             self.fe.counters.req_tot += 1
             if self.fe.switching is not None:
-                d, req = self._switch(req, head)
+                view = None
+                if self.fe.auth_lists:  # the rules read credential verdicts: known ones first
+                    view = self.request_view(req, head)
+                    missing = self.fe.proxy.auth.fill(view, self.fe.auth_lists)
+                    if missing is not None:  # a hash to verify off the loop first
+                        self.spawn(self._verified_stream(req, head, view, missing))
+                        return
+                d, req = self._switch(req, head, view)
                 if d.rule is not None or d.backend is None:
                     self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
                     return
@@ -343,7 +353,13 @@ class HttpSession:
             return False
         fe.counters.req_tot += 1
         if fe.switching is not None:
-            d, req = self._switch(req, head)
+            view = None
+            if fe.auth_lists:
+                view = self.request_view(req, head)
+                missing = fe.proxy.auth.fill(view, fe.auth_lists)
+                if missing is not None:
+                    await fe.proxy.auth.verify(view, missing)
+            d, req = self._switch(req, head, view)
             if d.rule is not None or d.backend is None:
                 return await self._answer_locally(req, head, d)
         elif fe.strict_uri and ambiguity(req.target) is not None:
@@ -370,16 +386,28 @@ class HttpSession:
         return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
                            self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv)
 
-    def _switch(self, req, raw: bytes) -> tuple[Decision, object]:
+    async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
+        """The rest of _on_head for a request whose credentials need a hash verified first
+        (runtime/auth.py, off the loop): then decide and serve it, on the slow path."""
+        await self.fe.proxy.auth.verify(view, missing)
+        d, req = self._switch(req, raw, view)
+        if d.rule is not None or d.backend is None:
+            return await self._answer_locally(req, raw, d)
+        self.be.counters.req_tot += 1
+        return await self._run_stream(Stream(self, req, raw))
+
+    def _switch(self, req, raw: bytes, view: RequestView | None = None) -> tuple[Decision, object]:
         """Run the frontend's deciding rules on this request (route.Switching.choose) and
         take the chosen backend's Route for the stream (precomputed at load, one per
         frontend and backend pair: nothing is merged here). Sets view and rules_in.
-        Returns the decision and the request to forward: a copy with the target the
-        ``normalize-uri`` rules rewrote, or `req` itself (parse_request's memoized heads
-        are never changed)."""
+        `view`: the request's view when it was built already (its credential verdicts
+        filled in, runtime/auth.py). Returns the decision and the request to forward: a
+        copy with the target the ``normalize-uri`` rules rewrote, or `req` itself
+        (parse_request's memoized heads are never changed)."""
         fe = self.fe
         sw = fe.switching
-        view = self.request_view(req, raw)
+        if view is None:
+            view = self.request_view(req, raw)
         d = sw.choose(view)
         self.view = view
         if view.target is not req.target:
@@ -399,8 +427,9 @@ class HttpSession:
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
         """Answer a request without a server: the http-request rule d.rule (deny, return,
-        redirect), or 503 when no use_backend rule matched and there is no default_backend
-        (haproxy). A request body is read and dropped when it is announced by a
+        redirect, auth, tarpit), or 503 when no use_backend rule matched and there is no
+        default_backend (haproxy). A tarpit first holds the request (_hold) and its answer
+        always closes the connection. A request body is read and dropped when it is announced by a
         Content-Length of at most tune.bufsize bytes (the connection then stays open, so
         the body is never read as the next request); a larger or chunked one, or one the
         client waits for a 100-continue to send, makes the response say
@@ -428,6 +457,16 @@ class HttpSession:
                 keep = False
             else:
                 drain = fr.length
+        term = Termination(Cause.PROXY if d.rule.action == "deny" else Cause.LOCAL, Phase.REQUEST)
+        if d.rule.action == "tarpit":
+            # haproxy: held for timeout tarpit (the proxy whose rule it is), then answered
+            # and closed; a client that leaves first gets nothing ("CT")
+            keep, drain = False, 0
+            term = Termination(Cause.PROXY, Phase.TARPIT)
+            if not await self._hold(be.model.tarpit if be is not None else fe.model.tarpit):
+                record_local(Termination(Cause.CLIENT_ABORT, Phase.TARPIT), d.rule.counter, c,
+                             be.counters if be is not None else None)
+                return False
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
         data, keep = actions.reply(d.rule, info, Message(req.method, req.target), req.headers, req.version,
@@ -436,7 +475,6 @@ class HttpSession:
         for counters in (c, be.counters if be is not None else None):
             if counters is not None:
                 counters.count_status(status)
-        term = Termination(Cause.PROXY if d.rule.action == "deny" else Cause.LOCAL, Phase.REQUEST)
         try:
             await io.send_all(self.loop, self.sock, data, self.t_client)
             c.bout += len(data)
@@ -448,6 +486,41 @@ class HttpSession:
             keep = got == drain
         record_local(term, d.rule.counter, c, be.counters if be is not None else None)
         return keep
+
+    async def _hold(self, delay: float) -> bool:
+        """Hold a tarpitted request for `delay` seconds (haproxy ``timeout tarpit``): a
+        timer (loop.call_later) and a reader on the socket, no task of its own and no
+        sleep. What the client sends meanwhile is read and dropped into one buffer
+        shared by every hold (haproxy drains the request channel the same way): that is
+        how a client that closes is noticed at once. True: the time is up and the client
+        is still there; False: it closed (or reset) first, and nothing is left to free
+        but this coroutine."""
+        loop, sock, counters = self.loop, self.sock, self.fe.counters
+        fut = loop.create_future()
+        fd = sock.fileno()
+        io.forget(sock)  # no other watch on this fd while the hold reads it
+
+        def readable() -> None:
+            try:
+                n = sock.recv_into(_SINK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                n = 0
+            counters.bin += n
+            if n == 0 and not fut.done():
+                fut.set_result(False)
+
+        def expired() -> None:
+            if not fut.done():
+                fut.set_result(True)
+        loop.add_reader(fd, readable)
+        timer = loop.call_later(max(delay, 0.0), expired)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+            loop.remove_reader(fd)
 
     async def _discard(self, n: int) -> int:
         """Read and drop the next `n` bytes from the client (a body nobody will forward),

@@ -429,7 +429,7 @@ def test_similarity_is_difflib_ratio_of_both_words():
 
 
 def test_sub_candidates_are_those_of_the_section_or_all():
-    assert kw._sub_candidates(kw.TIMEOUTS, "frontend") == ["client", "http-request", "http-keep-alive"]
+    assert kw._sub_candidates(kw.TIMEOUTS, "frontend") == ["client", "http-request", "http-keep-alive", "tarpit"]
     assert kw._sub_candidates(kw.TIMEOUTS, "global") == list(kw.TIMEOUTS)
 
 

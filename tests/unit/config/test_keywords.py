@@ -45,9 +45,9 @@ def test_sections_follow_haproxy_matrix():
     for name, sections in expected.items():
         assert allowed_sections(name) == sections, name
     assert {n for n, kw in TIMEOUTS.items() if "frontend" in kw.sections} == {
-        "client", "http-request", "http-keep-alive"}
+        "client", "http-request", "http-keep-alive", "tarpit"}
     assert {n for n, kw in TIMEOUTS.items() if "backend" in kw.sections} == {
-        "server", "connect", "queue", "tunnel", "check"}
+        "server", "connect", "queue", "tunnel", "check", "tarpit"}
     assert OPTIONS["redispatch"].sections == {"defaults", "listen", "backend"}
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",

@@ -92,8 +92,8 @@ def test_unknown_section_inside_another_section_skips_its_lines():
 
 
 def test_unsupported_haproxy_section_is_refused_once():
-    assert errors_of("userlist admins\n    user bob password x\n" + TAIL) == [
-        "site.cfg:1: section 'userlist' is not supported"]
+    assert errors_of("peers mypeers\n    peer a 10.0.0.1:1024\n" + TAIL) == [
+        "site.cfg:1: section 'peers' is not supported"]
 
 
 @pytest.mark.parametrize("header, message", [
@@ -135,8 +135,8 @@ def test_unnamed_and_named_defaults_are_accepted():
                                 "'tune.bufsize'?")),
     ("listen lb", "sever s1 1.2.3.4:80",
      "unknown keyword 'sever' in listen 'lb'; did you mean 'server'?"),
-    ("backend web", "http-request tarpit",
-     "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
+    ("backend web", "http-request silent-drop",
+     "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
     ("backend web", "stick-table type ip", "unknown keyword 'stick-table' in backend 'web'"),
 ])
 def test_unknown_keyword_suggests_a_keyword_of_that_section(section, line, message):
@@ -167,7 +167,7 @@ def test_suggestions_only_come_from_the_section():
      "unknown timeout 'http-requst' in frontend 'www'; did you mean 'http-request'?"),
     ("backend web", "timeout conect 5s",
      "unknown timeout 'conect' in backend 'web'; did you mean 'connect'?"),
-    ("defaults", "timeout tarpit 5s", "timeout 'tarpit' is not supported"),
+    ("defaults", "timeout client-fin 5s", "timeout 'client-fin' is not supported"),
     ("backend web", "balance roundrobn",
      "unknown balance algorithm 'roundrobn'; did you mean 'roundrobin'?"),
     ("backend web", "balance leastcon",

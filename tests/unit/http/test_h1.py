@@ -408,7 +408,8 @@ END_TO_END = TOKEN.filter(lambda n: n.lower() not in {
 
 
 @settings(max_examples=200, deadline=None)
-@given(method=TOKEN, fields=st.lists(st.tuples(END_TO_END, VALUE), max_size=8))
+@given(method=TOKEN.filter(lambda m: m != "CONNECT"),  # refused with 405 (test_bad_request_targets_refused)
+       fields=st.lists(st.tuples(END_TO_END, VALUE), max_size=8))
 def test_end_to_end_fields_are_forwarded_verbatim(method, fields):
     raw = [(n.encode(), v.encode()) for n, v in fields]
     head = b"%s /p HTTP/1.1\r\nHost: h\r\n" % method.encode() + b"".join(n + b": " + v + b"\r\n" for n, v in raw) + b"\r\n"

@@ -53,7 +53,7 @@ def test_response_samples():
 
 @pytest.mark.parametrize("words, message", [
     ("", "'http-request' expects an action"),
-    ("tarpit", "'http-request tarpit' is not supported"),
+    ("silent-drop", "'http-request silent-drop' is not supported"),
     ("set-hdr A b", "unknown 'http-request' action 'set-hdr'"),
     ("set-header A", "expects exactly 2 argument(s)"),
     ("set-header A b c", "quote a value that holds spaces"),
@@ -106,9 +106,9 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
 
 
 @pytest.mark.parametrize("words, message", [
-    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
-    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
-    (["tarpit"], "'http-request tarpit' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, normalize-uri)"),
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
+    (["silent-drop"], "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
     (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
     (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
                                " (quote a value that holds spaces)"),
