@@ -69,16 +69,22 @@ class RequestView:
             backend counts 0).
         status: the response status in http-response rules, 0 for a request.
         response_fields: the response's fields in http-response rules, else None.
+        vars: the variables.Vars that ``var()`` reads and the set-var rules write (None:
+            every variable is absent).
+
+    The http-request rules of a proxy run in order on one view (route.Switching.choose):
+    a header rule replaces its fields (set_fields), a rewrite its target or method
+    (set_target, set_method), so each later rule reads what the earlier ones left.
     """
 
     __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
-                 "has_body", "nbsrv", "status", "response_fields", "_src_ip", "_dst_ip", "_by_name",
+                 "has_body", "nbsrv", "status", "response_fields", "vars", "_src_ip", "_dst_ip", "_by_name",
                  "_parts", "_path")
 
     def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
                  src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
                  has_body: bool = False, nbsrv: Callable[[str], int] | None = None,
-                 status: int = 0, response_fields=None) -> None:
+                 status: int = 0, response_fields=None, vars=None) -> None:
         self.method, self.url, self.target, self.version = method, url, target, version
         self.fields = fields
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
@@ -86,6 +92,7 @@ class RequestView:
         self.nbsrv = nbsrv
         self.status = status
         self.response_fields = response_fields
+        self.vars = vars
         self._src_ip = self._dst_ip = None
         self._by_name = self._parts = self._path = None
 
@@ -146,6 +153,17 @@ class RequestView:
             self.url = self.url[:len(self.url) - len(self.target)] + target
         self.target = target
         self._path = None
+
+    def set_fields(self, fields) -> None:
+        """Take the field list a header rule left (a new list: the old one is never
+        changed); the later rules' fetches read it."""
+        if fields is not self.fields:
+            self.fields = fields
+            self._by_name = self._parts = None
+
+    def set_method(self, method: bytes) -> None:
+        """Take the method a ``set-method`` rule wrote; ``method`` fetches read it."""
+        self.method = method
 
     def src_ip(self):
         """The client address as an ipaddress object (None when it is not an IP)."""
@@ -410,6 +428,43 @@ def _fetch_nbsrv(name, args):
     return INT, lambda v: [v.nbsrv(backend) if v.nbsrv is not None else 0]
 
 
+def _fetch_var(name, args):
+    from splicer.http.variables import parse_var_name
+    from splicer.http.logformat import RuleError
+
+    if not 1 <= len(args) <= 2 or not args[0]:
+        raise SampleError("fetch 'var' expects a variable: var(<scope>.<name>[,<default>])")
+    try:
+        scope, var = parse_var_name(args[0], "fetch 'var'")
+    except RuleError as exc:
+        raise SampleError(str(exc)) from None
+    default = [args[1].encode("utf-8")] if len(args) == 2 else []
+
+    def fn(v):
+        store = v.vars
+        got = store.get(scope, var) if store is not None else None
+        return default if got is None else [got]
+    return STR, fn
+
+
+def _fetch_const(name, args):
+    if len(args) > 1 or (name != "str" and not args):
+        raise SampleError(f"fetch '{name}' expects one argument: {name}(<value>)")
+    text = args[0] if args else ""
+    if name == "str":
+        value = text.encode("utf-8")
+        return STR, lambda v: [value]
+    if name == "int":
+        if not re.fullmatch(r"[-+]?[0-9]+", text.strip()):
+            raise SampleError(f"fetch 'int': '{text}' is not an integer")
+        n = int(text)
+        return INT, lambda v: [n]
+    if text.strip() not in ("0", "1", "true", "false"):
+        raise SampleError(f"fetch 'bool': '{text}' is not 0, 1, true or false")
+    b = text.strip() in ("1", "true")
+    return BOOL, lambda v: [b]
+
+
 def _simple(kind: str, fn: Callable) -> Callable:
     def build(name, args):
         _no_args(name, args)
@@ -441,6 +496,8 @@ FETCHES: dict[str, Callable] = {
     "dst_port": _simple(INT, lambda v: [v.dst_port]),
     "status": _simple(INT, lambda v: [v.status] if v.status else []),
     "nbsrv": _fetch_nbsrv,
+    "var": _fetch_var,
+    "str": _fetch_const, "int": _fetch_const, "bool": _fetch_const,
     "always_true": _simple(BOOL, lambda v: [True]),
     "always_false": _simple(BOOL, lambda v: [False]),
     "req.proto_http": _simple(BOOL, lambda v: [True]),

@@ -94,7 +94,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in", "_first", "_persist")
+                 "_chained", "view", "rules_in", "_first", "_persist", "_rewritten")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -115,7 +115,8 @@ class Stream:
         self.interim: list[int] = []  # 1xx statuses relayed to the client
         self.info = session.stream_info()
         self.view = session.view          # what rule conditions read (None: no rule has one)
-        self.rules_in = session.rules_in  # the http-request header rules that apply
+        self.rules_in = session.rules_in  # the http-request header rules left to apply
+        self._rewritten = session.rewritten if session.view is not None else False  # rules changed the head
         self._answered = False    # a byte of a response (a 1xx) went to the client
         self._resp_raw = b""      # the bytes of the final response head being relayed
         self._replayable = False
@@ -192,7 +193,7 @@ class Stream:
         if route.forwarded:
             fwd = (route.forwarded, s.client_ip, s.local_ip)
         xff = s.client_ip if route.forwardfor else None
-        edited = False
+        edited = self._rewritten  # the rules changed the method or fields: no memoized head
         be = self.be
         if be.sticky:
             # cookie / use-server persistence (http/persist.py): decided before the head is

@@ -146,7 +146,7 @@ backend app
     ("    http-request allow now\n    default_backend app\n",
      ["site.cfg:5: 'http-request allow' takes no argument, got 'now'"]),
     ("    http-response deny\n    default_backend app\n",
-     ["site.cfg:5: 'http-response deny' is not supported (supported: set-header, add-header, del-header)"]),
+     ["site.cfg:5: 'http-response deny' is not supported (supported: set-header, add-header, del-header, replace-header, replace-value, set-var, set-var-fmt, unset-var)"]),
 ])
 def test_errors_are_exact(frontend, messages):
     assert errors(frontend) == messages
