@@ -29,7 +29,12 @@ HTTP samples (Layer 7)"):
   and their derivatives) also offers each value without its port and trailing dots
   (normalize.canonical_host), so ``hdr(host) -i admin.example.com`` matches
   ``Admin.example.com.:80`` too; outside ACLs the fetch gives the field as sent.
-- Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
+- Converters: CONVERTERS (lower, upper, the map family, field, word, regsub).
+- ``var(<scope>.<name>[,<default>])`` reads a variable (http/variables.py) from the
+  view's Vars: a string (variables hold text), absent when not set unless a default is
+  given (haproxy 7.3.2). ``str(<text>)``, ``int(<n>)`` and ``bool(<b>)`` give constants.
+- The view is the request as the rules before left it (set_fields, set_target,
+  set_method): each rule's fetches read what the earlier rules did.
 """
 from __future__ import annotations
 
