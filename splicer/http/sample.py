@@ -444,6 +444,8 @@ def _fetch_var(name, args):
     except RuleError as exc:
         raise SampleError(str(exc)) from None
     default = [args[1].encode("utf-8")] if len(args) == 2 else []
+    if default and _CTL.search(default[0]):
+        raise SampleError("fetch 'var': the default cannot hold control characters (CR, LF, NUL...)")
 
     def fn(v):
         store = v.vars
@@ -452,12 +454,17 @@ def _fetch_var(name, args):
     return STR, fn
 
 
+_CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _fetch_const(name, args):
     if len(args) > 1 or (name != "str" and not args):
         raise SampleError(f"fetch '{name}' expects one argument: {name}(<value>)")
     text = args[0] if args else ""
     if name == "str":
         value = text.encode("utf-8")
+        if _CTL.search(value):
+            raise SampleError("fetch 'str': the text cannot hold control characters (CR, LF, NUL...)")
         return STR, lambda v: [value]
     if name == "int":
         if not re.fullmatch(r"[-+]?[0-9]+", text.strip()):

@@ -23,7 +23,9 @@ set-var", 7.3.2 "var"):
   finds no sample the variable is left as it was (haproxy: the fetch failed).
   ``set-var-fmt <fmt>`` always sets the variable, to the rendered log-format string.
   Variables hold the sample's text form (an integer as its decimal digits), so every
-  matching method of an ACL applies to ``var()`` as to a string fetch.
+  matching method of an ACL applies to ``var()`` as to a string fetch. A value holding
+  CR, LF or NUL (which only a converter such as ``regsub`` can make) is not stored: a
+  header rule could otherwise write it into a head.
 - haproxy's ``set-var(<name>,<cond>...)`` conditions (ifexists, ifnotempty...) are
   refused as not supported.
 """
@@ -41,6 +43,10 @@ usable in HTTP rules)."""
 
 ACTIONS = ("set-var", "set-var-fmt", "unset-var")
 """The variable actions of ``http-request`` and ``http-response``."""
+
+_UNSAFE = re.compile(rb"[\r\n\x00]")
+"""What a variable never holds: a converter (``regsub``) could produce it from the
+configuration's text, and a header rule would then write it into a head."""
 
 _NAME = re.compile(r"(proc|sess|txn|req|res)\.([A-Za-z0-9_]+)\Z")
 
@@ -146,7 +152,9 @@ class VarRule:
         elif self.action == "set-var":
             samples = self.expr(view)
             if samples:
-                store.set(self.scope, self.name, self.expr.text(view))
+                value = self.expr.text(view)
+                if _UNSAFE.search(value) is None:
+                    store.set(self.scope, self.name, value)
         else:
             msg = Message(view.method, view.target, view.status,
                           view.fields if view.response_fields is not None else None, store)

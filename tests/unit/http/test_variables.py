@@ -146,3 +146,21 @@ def test_var_fetch_errors():
 def test_formats_without_variables_give_empty():
     fmt = parse_format("[%[var(txn.a)]]", "request")
     assert render(fmt, INFO, Message(b"GET", b"/"), []) == b"[]"
+
+
+def test_a_value_holding_cr_lf_or_nul_is_never_stored():
+    v = view()
+    run(["set-var(txn.x) str(kept)", "set-var(txn.x) req.hdr(host),regsub(\\.,\r\n)"], v)
+    assert v.vars.txn == {"x": b"kept"}
+    run(["set-var(txn.y) req.hdr(host),regsub(\\.,-)"], v)
+    assert v.vars.txn["y"] == b"Shop-Example"
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("str(a\r\nb)", "fetch 'str': the text cannot hold control characters (CR, LF, NUL...)"),
+    ("var(txn.a,x\ny)", "fetch 'var': the default cannot hold control characters (CR, LF, NUL...)"),
+])
+def test_constants_cannot_hold_control_characters(expr, message):
+    with pytest.raises(SampleError) as exc:
+        parse_fetch(expr)
+    assert str(exc.value) == message
