@@ -30,7 +30,9 @@ Theory of operation (haproxy configuration.txt 4.2, each action's entry):
   origin-form (``/`` followed by visible ASCII: no space, CR, LF, NUL or other control,
   no byte above 0x7e; ``*`` only for OPTIONS), or that normalize.ambiguity() finds
   ambiguous, and a method that is not an RFC 9110 token (section 9.1) or is CONNECT, make
-  the request answered with 400 (edit() returns False). haproxy forwards whatever the
+  the request answered with 400 (edit() returns False). So is a request whose method the
+  rules turned into or out of HEAD (route.Switching.choose checks it once the rules ran):
+  the client's response is framed by its own method. haproxy forwards whatever the
   rewrite produced; splicer refuses it, since such bytes would split or confuse the
   request line the origin reads.
 """

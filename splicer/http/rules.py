@@ -129,14 +129,17 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         side: "request" or "response".
 
     Returns:
-        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, or a
-        normalize.NormalizeRule for normalize-uri; a condition's
-        ACL names are bound later (config/resolve.py).
+        A HeaderRule, an actions.LocalRule for allow/deny/return/redirect, a
+        normalize.NormalizeRule for normalize-uri, a rewrite.RewriteRule for set-path and
+        the other request-line rewrites, or a variables.VarRule for set-var, set-var-fmt
+        and unset-var (written ``set-var(<scope>.<name>)``); a condition's ACL names are
+        bound later (config/resolve.py).
 
     Raises:
-        RuleError: unknown or unsupported action, wrong argument count, a bad condition
-            (acl.parse_condition), a name that is not a token or names a framing field, or a
-            bad format (parse_format).
+        RuleError: unknown or unsupported action, wrong argument count, a bad regex or
+            back-reference (rewrite.backref_format), a bad variable
+            (variables.parse_var_rule), a bad condition (acl.parse_condition), a name that
+            is not a token or names a framing field, or a bad format (parse_format).
     """
     keyword = f"http-{side}"
     supported = REQUEST_ACTIONS if side == "request" else RESPONSE_ACTIONS

@@ -186,13 +186,15 @@ class Switching:
         rewrites, ``normalize-uri`` and variable rules change view's fields, target, method
         and variables as they come (actions.first_local), and what they leave is what the
         later rules read and the request is forwarded with. A target still ambiguous at
-        the end is answered with 400 (actions.BAD_REQUEST) unless not strict. haproxy 4.2
+        the end is answered with 400 (actions.BAD_REQUEST) unless not strict, as is a
+        request whose method the rules turned into or out of HEAD. haproxy 4.2
         "use_backend": the rules are evaluated in order after the frontend's http-request
         rules; a dynamic name that names no backend of the frontend's mode stops the
         evaluation and sends the request to the default_backend (haproxy 4.2). In the
         frontend's rules ``be_name`` (``%b``) is the frontend's name, no backend being
         chosen yet (haproxy 7.3.3 "be_name")."""
         info = StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
+        head = view.method == b"HEAD"  # the client's: its response's body framing follows it
         rule, cut_fe = first_local(self.fe_rules, view, info)
         if rule is not None:
             return Decision(rule, None, cut_fe, 0)
@@ -211,9 +213,12 @@ class Switching:
         be_rules = self.be_rules[name]
         rule, cut_be = first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
                                                               self.frontend, name) if be_rules else None)
-        if rule is None and self.strict and ambiguity(view.target) is not None:
-            # what the rules let through stays ambiguous: never forwarded, and counted on
-            # the frontend only (it reaches no backend)
+        if rule is None and ((self.strict and ambiguity(view.target) is not None)
+                             or (view.method == b"HEAD") is not head):
+            # what the rules let through stays ambiguous, or a set-method made a HEAD of
+            # another method or another method of a HEAD (the origin's answer would then
+            # carry a body the client does not expect, or lack one it does): never
+            # forwarded, and counted on the frontend only (it reaches no backend)
             return Decision(BAD_REQUEST, None, cut_fe, cut_be)
         return Decision(rule, name, cut_fe, cut_be)
 

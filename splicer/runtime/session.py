@@ -431,7 +431,8 @@ class HttpSession:
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
         msg = Message(req.method, req.target, 0, None, self.view.vars if self.view is not None else None)
-        data, keep = actions.reply(d.rule, info, msg, req.headers, req.version, keep, pages, req.method)
+        method = raw.lstrip(b"\r\n").partition(b" ")[0]  # the client's, whatever set-method did
+        data, keep = actions.reply(d.rule, info, msg, req.headers, req.version, keep, pages, method)
         status = int(data[9:12])
         for counters in (c, be.counters if be is not None else None):
             if counters is not None:

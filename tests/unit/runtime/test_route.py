@@ -273,3 +273,16 @@ def test_replace_header_alone_keeps_the_path_without_switching():
     sw, _ = switching("    http-request replace-header X-A a b\n    default_backend a\n",
                       "    http-response replace-value X-B a b\n")
     assert sw is None
+
+
+def test_set_method_into_or_out_of_head_is_refused():
+    # the client's response framing follows its own method: a HEAD made GET would get a
+    # body it does not expect, a GET made HEAD would wait for one that never comes
+    sw, _ = switching("    http-request set-method %[req.hdr(x-m)] if { req.hdr(x-m) -m found }\n"
+                      "    default_backend a\n")
+    def decide(method, new):
+        v = RequestView(method, b"/", b"/", b"1.1", [(b"Host", b"h"), (b"X-M", new)], "127.0.0.1", 1, "127.0.0.1", 1)
+        d = sw.choose(v)
+        return (d.rule.status, d.backend) if d.rule else d.backend
+    assert [decide(b"GET", b"POST"), decide(b"HEAD", b"HEAD"), decide(b"HEAD", b"GET"),
+            decide(b"GET", b"HEAD")] == ["a", "a", (400, None), (400, None)]
