@@ -113,7 +113,7 @@ def test_a_rewrite_that_may_not_be_forwarded_is_answered_400_and_never_reaches_t
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             for extra in (b"X-P: b c\r\n", b"X-P: ..\r\n", b"X-P: %2e%2e/admin\r\n", b"X-M: G T\r\n",
-                          b"X-M: CONNECT\r\n"):
+                          b"X-M: CONNECT\r\n", b"X-M: HEAD\r\n"):
                 s.sendall(b"GET /x HTTP/1.1\r\nHost: www.example\r\n%s\r\n" % extra)
                 head, body = read_response(s)
                 assert head + b"\r\n\r\n" + body == BAD_REQUEST, extra
@@ -123,7 +123,7 @@ def test_a_rewrite_that_may_not_be_forwarded_is_answered_400_and_never_reaches_t
             assert body == b"app\nGET /a/ok HTTP/1.1\r\nHost: www.example\r\nX-P: ok"
         assert [h.split(b"\r\n")[0] for _, _, h in o_app.requests] == [b"GET /a/ok HTTP/1.1"]
         fe = sp.stats()["frontends"]["www"]
-        assert (fe["req_tot"], fe["hrsp_4xx"], fe["hrsp_2xx"]) == (6, 5, 1)
+        assert (fe["req_tot"], fe["hrsp_4xx"], fe["hrsp_2xx"]) == (7, 6, 1)
     finally:
         o_app.close()
         o_alt.close()
