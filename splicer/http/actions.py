@@ -296,7 +296,8 @@ def _parse_redirect(args: list[str], cond, file: str, line: int, side: str = "re
 
 BAD_REQUEST = LocalRule("deny", 400, default_errorfiles=True)
 """The answer to a request refused for its target's spelling: a ``strict`` normalize-uri
-rule met an invalid escape, or the target stays ambiguous (normalize.ambiguity)."""
+rule met an invalid escape, the target stays ambiguous (normalize.ambiguity), or a rewrite
+produced a target or method that may not be forwarded (rewrite.py)."""
 
 
 def merge_runs(rules: tuple) -> tuple:
@@ -347,19 +348,22 @@ def _with_challenge(raw: bytes, value: bytes) -> bytes:
     return b"\r\n".join(kept) + sep + body
 
 
-def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
-    """Evaluate a proxy's ``http-request`` rules in order.
+def first_local(rules: tuple, view, info=None) -> tuple[LocalRule | None, int]:
+    """Evaluate a proxy's ``http-request`` rules in order, on one message.
 
     Args:
-        rules: the proxy's rules (header rules are skipped here; a ``normalize-uri`` rule
-            whose condition holds rewrites view's target, which the later rules read and
-            the request is forwarded with).
-        view: the request (sample.RequestView) the conditions read.
+        rules: the proxy's rules. A ``normalize-uri`` rule whose condition holds rewrites
+            view's target; a rule with an ``edit(view, info)`` method (header rules,
+            request-line rewrites, variables: rules.py, rewrite.py, variables.py) whose
+            condition holds rewrites view's fields, target or method, or its variables.
+            The later rules read what they left, and the request is forwarded with it.
+        view: the request (sample.RequestView) the conditions read and the rules rewrite.
+        info: the logformat.StreamInfo the rules' formats read.
 
     Returns:
         (the deny/return/redirect rule that answers, or None; the number of rules that
-        apply: len(rules) unless an ``allow`` or an answering rule stopped the evaluation,
-        in which case the header rules from that index on do not run).
+        ran: len(rules) unless an ``allow`` or an answering rule stopped the evaluation).
+        A rewrite whose result may not be forwarded answers BAD_REQUEST.
     """
     for i, r in enumerate(rules):
         if type(r) is NormalizeRule:
@@ -368,6 +372,11 @@ def first_local(rules: tuple, view) -> tuple[LocalRule | None, int]:
                     view.set_target(r.fn(view.target))
                 except NormalizeError:
                     return BAD_REQUEST, i
+            continue
+        edit = getattr(r, "edit", None)
+        if edit is not None:
+            if (r.cond is None or r.cond(view)) and not edit(view, info):
+                return BAD_REQUEST, i
             continue
         if not isinstance(r, LocalRule):
             continue

@@ -470,8 +470,10 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
         keep_alive: whether splicer keeps the client connection open after this response.
         rules: `http-response` header rules (http/rules.py), run on final and 101 responses
             after hop-by-hop removal; `stream` and `req` are what their samples read.
-        view: the request's sample.RequestView for rule conditions; its status and
-            response_fields are set to this response's before the rules run.
+        view: the request's sample.RequestView for rule conditions and variables; its
+            status and response_fields are set to this response's before the rules run
+            (response_fields then follow each rule), and its variables enter the response
+            phase (variables.Vars.response).
         fields: the fields to send as they are, instead of resp.headers stripped and
             framed (response_fields()) and rewritten by `rules`: the result of
             http/response_actions.py evaluate() (no rules run then).
@@ -485,8 +487,11 @@ def forward_response_head(resp: ResponseHead, client_version: bytes, keep_alive:
     else:
         fields = response_fields(resp, client_version)
     if rules and stream is not None and (resp.status >= 200 or resp.status == 101):
+        store = view.vars if view is not None else None
+        if store is not None:
+            store.response()  # "req" variables end where "res" ones start (haproxy 2.8)
         msg = rules_mod.Message(req.method if req else b"", req.target if req else b"", resp.status,
-                                req.headers if req else None)
+                                req.headers if req else None, store)
         if view is not None:
             view.status, view.response_fields = resp.status, fields
         fields = rules_mod.apply(rules, fields, stream, msg, view)

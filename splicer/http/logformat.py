@@ -48,15 +48,18 @@ class Message:
         method: the request method (b"GET").
         target: the request target in origin-form (b"/a?b=1").
         status: the response status, 0 while rewriting a request.
-        request_fields: while rewriting a response, the request's fields as the client sent
-            them (what ``req.hdr`` reads there); unused for a request, whose rules read the
-            fields being rewritten.
+        request_fields: while rewriting a response, the request's fields as it was
+            forwarded (what ``req.hdr`` reads there); unused for a request, whose rules read
+            the fields being rewritten.
+        vars: the variables.Vars that ``%[var(<scope>.<name>)]`` reads (None: every
+            variable is absent).
     """
 
     method: bytes
     target: bytes
     status: int = 0
     request_fields: hdr.Headers | None = None
+    vars: object = None
 
 
 # A sample: (stream, message, current fields) -> value bytes.
@@ -96,7 +99,8 @@ _SIMPLE: dict[str, Sample] = {
     "url": lambda s, m, f: m.target,
     "status": lambda s, m, f: b"%d" % m.status if m.status else b"",
 }
-FETCHES = (*_SIMPLE, "req.hdr(<name>[,<occ>])", "res.hdr(<name>[,<occ>])", "hdr(<name>[,<occ>])")
+FETCHES = (*_SIMPLE, "req.hdr(<name>[,<occ>])", "res.hdr(<name>[,<occ>])", "hdr(<name>[,<occ>])",
+           "var(<scope>.<name>[,<default>])")
 """Sample fetches a format may use (``status`` and ``res.hdr`` in http-response rules only)."""
 
 ALIASES = {"ci": "src", "cp": "src_port", "fi": "dst", "fp": "dst_port", "f": "fe_name",
@@ -129,12 +133,32 @@ def _fetch(expr: str, side: str) -> Sample:
             # the request's fields, never the response's: an origin must not forge them
             return lambda s, msg, f: _last(msg.request_fields or [], field, occ)
         return lambda s, msg, f: _last(f, field, occ)
+    if name == "var":
+        return _var(expr, arg, paren)
     if paren:
         raise RuleError(f"sample fetch '{name}' takes no argument")
     sample = _SIMPLE.get(name)
     if sample is None:
         raise RuleError(f"unknown sample fetch '{name}' (supported: {', '.join(FETCHES)})")
     _check_side(name, side)
+    return sample
+
+
+def _var(expr: str, arg: str, paren: str) -> Sample:
+    """``var(<scope>.<name>[,<default>])`` (haproxy 7.3.2): the variable's value, the
+    default when it is not set, else empty."""
+    from splicer.http.variables import parse_var_name
+
+    if not paren or not arg.endswith(")"):
+        raise RuleError("'var' expects a variable: '%[var(<scope>.<name>)]'")
+    text, comma, default = arg[:-1].partition(",")
+    scope, name = parse_var_name(text, f"'%[{expr}]'")
+    dflt = _literal(default) if comma else b""
+
+    def sample(s, msg, f) -> bytes:
+        store = msg.vars
+        got = store.get(scope, name) if store is not None else None
+        return dflt if got is None else got
     return sample
 
 

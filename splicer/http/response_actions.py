@@ -156,7 +156,7 @@ def evaluate(sets: tuple[tuple, ...], status: int, reason: bytes, fields: hdr.He
     Args:
         sets: the rule sets in the order they run: (backend's rules, frontend's rules), or
             one set for a listen section; each a tuple of rules.HeaderRule,
-            actions.LocalRule (side "response") and StatusRule.
+            variables.VarRule, actions.LocalRule (side "response") and StatusRule.
         status, reason: the server's status and reason phrase.
         fields: the response's fields, hop-by-hop ones removed and framing written
             (not modified).
@@ -172,16 +172,20 @@ def evaluate(sets: tuple[tuple, ...], status: int, reason: bytes, fields: hdr.He
         A Verdict.
     """
     from splicer.http.rules import HeaderRule, apply
+    from splicer.http.variables import VarRule
 
+    store = view.vars if view is not None else None
+    if store is not None:
+        store.response()  # "req" variables end where "res" ones start (haproxy 2.8)
     for rules in sets:
         for r in rules:
             t = type(r)
-            if t is HeaderRule:
+            if t is HeaderRule or t is VarRule:  # (rules.apply runs both, a condition included)
                 if stream is None:
                     continue
                 if view is not None:
                     view.status, view.response_fields = status, fields
-                fields = apply((r,), fields, stream, Message(method, target, status, request_fields), view)
+                fields = apply((r,), fields, stream, Message(method, target, status, request_fields, store), view)
                 continue
             if r.cond is not None:
                 if view is None:

@@ -1,9 +1,11 @@
-"""Header rules: haproxy's ``http-request`` / ``http-response`` set-header, add-header and
-del-header actions, with haproxy's log-format values reduced to literals and a few samples.
+"""Header rules: haproxy's ``http-request`` / ``http-response`` set-header, add-header,
+del-header, replace-header and replace-value actions, with haproxy's log-format values
+reduced to literals and a few samples; and the parser of every ``http-request`` /
+``http-response`` rule (parse_rule), whatever module runs it.
 
 Rule: sans-I/O. A rule is parsed once from its configuration words (parse_rule) and applied
-to a field list per message (apply); what a sample fetch reads comes from a StreamInfo and
-the message being rewritten, never from a socket.
+to a field list per message (apply, HeaderRule.edit); what a sample fetch reads comes from
+a StreamInfo and the message being rewritten, never from a socket.
 
 Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-response" and 8.2.6
 "Custom log format"):
@@ -11,24 +13,36 @@ Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-respons
 - ``set-header <name> <fmt>``: evaluate <fmt>, remove every field named <name>, append
   ``<name>: <value>``. ``add-header`` only appends. ``del-header <name>`` removes every field
   named <name> (case-insensitive, RFC 9110 section 5.1).
-- Rules run in order, each seeing the fields the previous one left: a request's frontend rules
-  then its backend's; a response's backend rules then its frontend's (haproxy's order). They
-  run after hop-by-hop removal and before X-Forwarded-For / Forwarded are appended, so a
-  client cannot strip what they add (RFC 9110 section 7.6.1), and
+- ``replace-header <name> <match-regex> <replace-fmt>``: each field named <name> whose
+  whole value the regex is found in gets the value <replace-fmt>, with ``\\1``..``\\9``
+  the match's groups (rewrite.backref_format). ``replace-value`` does the same on each
+  comma-separated element of the value, the separators kept as they were.
+- Rules run in order, each seeing what the previous ones left: a request's frontend rules
+  then its backend's; a response's backend rules then its frontend's (haproxy's order).
+  Where a proxy's http-request rules decide something (a condition, a local action, a
+  rewrite, a variable, use_backend: route.Switching), they all run, header rules
+  included, in file order on one message (the request's sample.RequestView) before the
+  request is forwarded: a condition, a fetch or a format reads the fields, target, method
+  and variables the rules before it left, and the forwarded head is what the rules left
+  (hop-by-hop fields removed from it afterwards). Otherwise only header rules without
+  conditions apply, when the head is forwarded (h1.forward_request_head), after
+  hop-by-hop removal. Either way they run before X-Forwarded-For / Forwarded are
+  appended, so a client cannot strip what they add (RFC 9110 section 7.6.1), and
   ``http-request del-header X-Forwarded-For`` drops a client-supplied chain before
   ``option forwardfor`` appends the real one.
 - <fmt> is literal text with ``%[<fetch>]`` samples and ``%<alias>`` log-format variables
   (logformat.FETCHES, logformat.ALIASES); ``%%`` is a literal ``%``. In a response rule ``req.hdr`` reads the
-  request's fields as the client sent them. A sample that finds nothing gives the empty string, as in haproxy.
+  request's fields as they were forwarded. A sample that finds nothing gives the empty string, as in haproxy.
   Converters (``%[fetch,conv]``) and ``%{flags}`` are refused at load time with the reason,
   never silently ignored.
 - A rule may end with an ACL condition (``if``/``unless``, http/acl.py): the rule runs only
-  when it holds. Conditions read the request as the client sent it (a RequestView built
-  once per request), not the fields an earlier rule rewrote; in http-response rules
-  ``hdr()``, ``res.hdr()`` and ``status`` read the response.
-- ``allow``, ``deny``, ``return``, ``redirect``, ``auth`` and ``tarpit``
-  (http/actions.py) are parsed here too,
-  so that a proxy's rules keep their order; apply() skips them.
+  when it holds. In http-response rules ``hdr()``, ``res.hdr()`` and ``status`` read the
+  response as the rules before left it.
+- ``allow``, ``deny``, ``return``, ``redirect``, ``auth`` and ``tarpit`` (http/actions.py),
+  ``set-status`` (http/response_actions.py), ``normalize-uri``
+  (http/normalize.py), the request-line rewrites (http/rewrite.py) and the variable
+  actions (http/variables.py) are parsed here too, so that a proxy's rules keep their
+  order; apply() skips all but header rules and (in responses) variable rules.
 - Fields that carry message framing or connection management (FRAMING_FIELDS) cannot be
   rewritten: splicer writes them itself and a rule could otherwise desynchronise the
   framing it and the peer agree on (request smuggling).
@@ -39,30 +53,32 @@ import os
 import re
 from dataclasses import dataclass
 
-from splicer.http import acl, actions
+from splicer.http import acl, actions, rewrite, variables
 from splicer.http import headers as hdr
 from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, render
 
-ACTIONS = ("set-header", "add-header", "del-header")
+ACTIONS = ("set-header", "add-header", "del-header", "replace-header", "replace-value")
 """Header actions of ``http-request`` and ``http-response``."""
 
-REQUEST_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "auth", "tarpit", "normalize-uri")
-"""Every action ``http-request`` supports (allow, deny, return, redirect, auth, tarpit:
-http/actions.py; normalize-uri: http/normalize.py)."""
+REQUEST_ACTIONS = ("set-header", "add-header", "del-header", "allow", "deny", "return", "redirect",
+                   "auth", "tarpit", "normalize-uri", "replace-header", "replace-value", *rewrite.ACTIONS, *variables.ACTIONS)
+"""Every action ``http-request`` supports (allow, deny, return, redirect, auth, tarpit: http/actions.py;
+normalize-uri: http/normalize.py; set-path...set-method: http/rewrite.py; set-var,
+set-var-fmt, unset-var: http/variables.py)."""
 
-RESPONSE_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "set-status")
+RESPONSE_ACTIONS = (*ACTIONS, "allow", "deny", "return", "redirect", "set-status", *variables.ACTIONS)
 """Every action ``http-response`` supports (allow, deny, return, redirect: http/actions.py;
-set-status and the evaluation of a response's rules: http/response_actions.py)."""
+set-status and the evaluation of a response's rules: http/response_actions.py; set-var,
+set-var-fmt, unset-var: http/variables.py)."""
 
 HAPROXY_ACTIONS = frozenset({
     "add-acl", "cache-use", "capture", "del-acl", "del-map",
     "disable-l7-retry", "do-resolve", "early-hint", "normalize-uri", "reject",
-    "replace-header", "replace-path", "replace-pathq", "replace-uri", "replace-value",
     "sc-inc-gpc0", "set-dst", "set-dst-port", "set-log-level", "set-map",
-    "set-mark", "set-method", "set-nice", "set-path", "set-pathq", "set-priority-class",
-    "set-priority-offset", "set-query", "set-src", "set-src-port", "set-tos",
-    "set-uri", "set-var", "silent-drop", "strict-mode", "track-sc0", "track-sc1",
-    "track-sc2", "unset-var", "use-service", "wait-for-body", "wait-for-handshake",
+    "set-mark", "set-nice", "set-priority-class",
+    "set-priority-offset", "set-src", "set-src-port", "set-tos",
+    "silent-drop", "strict-mode", "track-sc0", "track-sc1",
+    "track-sc2", "use-service", "wait-for-body", "wait-for-handshake",
     "cache-store", "send-spoe-group", "lua",
 })
 """haproxy actions splicer refuses as "not supported" rather than "unknown"."""
@@ -81,11 +97,13 @@ class HeaderRule:
     """One ``http-request`` / ``http-response`` header action.
 
     Attributes:
-        action: "set-header", "add-header" or "del-header".
+        action: one of ACTIONS.
         name: the field name as written (token).
-        value: the parsed format (parse_format); empty for del-header.
+        value: the parsed format (parse_format); empty for del-header; for replace-header
+            and replace-value the <replace-fmt> (rewrite.backref_format).
         file: configuration file; line: its 1-based line (for messages).
         cond: the rule's acl.Condition, or None (the rule always runs).
+        regex: the compiled <match-regex> of replace-header / replace-value, else None.
     """
 
     action: str
@@ -94,6 +112,15 @@ class HeaderRule:
     file: str = ""
     line: int = 0
     cond: object = None
+    regex: object = None
+
+    def edit(self, view, info: StreamInfo) -> bool:
+        """Run the rule on the request of `view` (a sample.RequestView): its fields become
+        the rewritten list (view.set_fields), which later rules read. Returns True (a
+        header rule never makes the request invalid; framing fields are refused at load)."""
+        msg = Message(view.method, view.target, 0, None, view.vars)
+        view.set_fields(apply_one(self, view.fields, info, msg))
+        return True
 
 
 def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> HeaderRule:
@@ -105,20 +132,24 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
 
     Returns:
         A HeaderRule, an actions.LocalRule for allow/deny/return/redirect/auth/tarpit, a
-        response_actions.StatusRule for set-status, or a
-        normalize.NormalizeRule for normalize-uri; a condition's
-        ACL names are bound later (config/resolve.py).
+        response_actions.StatusRule for set-status, a normalize.NormalizeRule for
+        normalize-uri, a rewrite.RewriteRule for set-path and the other request-line
+        rewrites, or a variables.VarRule for set-var, set-var-fmt and unset-var (written
+        ``set-var(<scope>.<name>)``); a condition's ACL names are bound later
+        (config/resolve.py).
 
     Raises:
-        RuleError: unknown or unsupported action, wrong argument count, a bad condition
-            (acl.parse_condition), a name that is not a token or names a framing field, or a
-            bad format (parse_format).
+        RuleError: unknown or unsupported action, wrong argument count, a bad regex or
+            back-reference (rewrite.backref_format), a bad variable
+            (variables.parse_var_rule), a bad condition (acl.parse_condition), a name that
+            is not a token or names a framing field, or a bad format (parse_format).
     """
     keyword = f"http-{side}"
     supported = REQUEST_ACTIONS if side == "request" else RESPONSE_ACTIONS
     if not words:
         raise RuleError(f"'{keyword}' expects an action (supported: {', '.join(supported)})")
-    action, args = words[0], list(words[1:])
+    word, args = words[0], list(words[1:])
+    action = word.partition("(")[0] if word.startswith(variables.ACTIONS) else word
     if action not in supported:
         if action in HAPROXY_ACTIONS:
             raise RuleError(f"'{keyword} {action}' is not supported (supported: {', '.join(supported)})")
@@ -138,6 +169,10 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
     if action == "set-status":
         from splicer.http.response_actions import parse_set_status
         return parse_set_status(args, condition(), file, line)
+    if action in variables.ACTIONS:
+        return variables.parse_var_rule(word, args, side, condition(), file, line)
+    if action in rewrite.ACTIONS:
+        return rewrite.parse_rewrite(action, args, condition(), file, line)
     if action == "normalize-uri":
         from splicer.http.normalize import parse_normalize
         try:
@@ -146,11 +181,11 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
             raise
         except ValueError as exc:
             raise RuleError(str(exc)) from None
-    want = 1 if action == "del-header" else 2
+    want = {"del-header": 1, "replace-header": 3, "replace-value": 3}.get(action, 2)
     if action == "del-header" and "-m" in args:
         raise RuleError(f"'{keyword} del-header -m' is not supported")
     if len(args) != want:
-        usage = "<name>" if want == 1 else "<name> <fmt>"
+        usage = {1: "<name>", 2: "<name> <fmt>", 3: "<name> <match-regex> <replace-fmt>"}[want]
         raise RuleError(f"'{keyword} {action}' expects exactly {want} argument(s): {action} {usage}"
                         + (" (quote a value that holds spaces)" if len(args) > want else ""))
     name = args[0].encode("ascii", "replace")
@@ -159,8 +194,69 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
     if name.lower() in FRAMING_FIELDS:
         raise RuleError(f"'{args[0]}' cannot be rewritten: splicer writes the framing and "
                         "connection fields itself")
+    if want == 3:
+        what = f"{keyword} {action}"
+        rx = rewrite.compile_regex(args[1], what)
+        return HeaderRule(action, name, rewrite.backref_format(args[2], rx, side, what), file, line,
+                          condition(), rx)
     value = parse_format(args[1], side) if want == 2 else ()
     return HeaderRule(action, name, value, file, line, condition())
+
+
+def apply_one(rule: HeaderRule, fields: hdr.Headers, stream: StreamInfo, msg: Message) -> hdr.Headers:
+    """The fields after one header rule (its condition already checked).
+
+    Args:
+        rule: the rule; fields: the current fields (not modified).
+        stream, msg: what the rule's format reads (its ``req.hdr`` / ``hdr`` read `fields`).
+
+    Returns:
+        A new field list (or `fields` itself when a replace found nothing to replace).
+    """
+    action = rule.action
+    lname = rule.name.lower()
+    if action == "add-header":
+        return [*fields, (rule.name, render(rule.value, stream, msg, fields))]
+    if rule.regex is not None:
+        return _replace(rule, fields, stream, msg, action == "replace-value")
+    value = render(rule.value, stream, msg, fields) if action == "set-header" else None
+    out = [(n, v) for n, v in fields if n.lower() != lname]
+    if value is not None:
+        out.append((rule.name, value))
+    return out
+
+
+def _replace(rule: HeaderRule, fields: hdr.Headers, stream: StreamInfo, msg: Message,
+             each: bool) -> hdr.Headers:
+    lname, rx, fmt = rule.name.lower(), rule.regex, rule.value
+    out = None
+    for i, (n, v) in enumerate(fields):
+        if n.lower() != lname:
+            continue
+        if each:  # every comma-separated element, its surrounding blanks and commas kept
+            parts = v.split(b",")
+            changed = False
+            for j, p in enumerate(parts):
+                core = p.strip(b" \t")
+                m = rx.search(core)
+                if m is None:
+                    continue
+                lead = p[:len(p) - len(p.lstrip(b" \t"))]
+                trail = p[len(p.rstrip(b" \t")):] if core else b""
+                parts[j] = lead + rewrite.expand(fmt, m, stream, msg, fields) + trail
+                changed = True
+            if not changed:
+                continue
+            new = b",".join(parts)
+        else:
+            m = rx.search(v)
+            if m is None:
+                continue
+            new = rewrite.expand(fmt, m, stream, msg, fields)
+        if out is None:
+            out = list(fields)
+        out[i] = (n, new)
+    return fields if out is None else out
 
 
 def apply(rules: tuple[HeaderRule, ...], fields: hdr.Headers, stream: StreamInfo,
@@ -168,28 +264,32 @@ def apply(rules: tuple[HeaderRule, ...], fields: hdr.Headers, stream: StreamInfo
     """Run `rules` in order over `fields`.
 
     Args:
-        rules: parsed rules (parse_rule); other than header rules are skipped.
+        rules: parsed rules (parse_rule); other than header rules and variable rules are
+            skipped.
         fields: the message's fields after hop-by-hop removal (not modified).
         stream: stream facts for samples.
         msg: the message for samples.
-        view: the sample.RequestView conditions read (needed when a rule has one; a rule
-            with a condition and no view does not run).
+        view: the sample.RequestView conditions and variable rules read (needed when a
+            rule has a condition, and by variable rules; a rule with a condition, or a
+            variable rule, does not run without one). While a response's rules run, its
+            response_fields follow the fields each rule leaves.
 
     Returns:
         A new field list.
     """
     out = list(fields)
+    response = view is not None and view.response_fields is not None
     for rule in rules:
-        if type(rule) is not HeaderRule:
+        t = type(rule)
+        if t is variables.VarRule:
+            if view is not None and (rule.cond is None or rule.cond(view)):
+                rule.edit(view, stream, out)
+            continue
+        if t is not HeaderRule:
             continue
         if rule.cond is not None and (view is None or not rule.cond(view)):
             continue
-        lname = rule.name.lower()
-        if rule.action == "add-header":
-            out.append((rule.name, render(rule.value, stream, msg, out)))
-            continue
-        value = render(rule.value, stream, msg, out) if rule.action == "set-header" else None
-        out = [(n, v) for n, v in out if n.lower() != lname]
-        if value is not None:
-            out.append((rule.name, value))
+        out = apply_one(rule, out, stream, msg)
+        if response:
+            view.response_fields = out
     return out

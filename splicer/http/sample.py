@@ -38,7 +38,12 @@ HTTP samples (Layer 7)"):
   (group names) are matched against, elsewhere the user name. ``http_auth_type``,
   ``http_auth_user`` and ``http_auth_pass`` decode the Authorization field and check
   nothing (http/userlist.py basic_credentials).
-- Converters implemented: ``lower`` and ``upper`` (ASCII case, STR -> STR).
+- Converters: CONVERTERS (lower, upper, the map family, field, word, regsub).
+- ``var(<scope>.<name>[,<default>])`` reads a variable (http/variables.py) from the
+  view's Vars: a string (variables hold text), absent when not set unless a default is
+  given (haproxy 7.3.2). ``str(<text>)``, ``int(<n>)`` and ``bool(<b>)`` give constants.
+- The view is the request as the rules before left it (set_fields, set_target,
+  set_method): each rule's fetches read what the earlier rules did.
 """
 from __future__ import annotations
 
@@ -83,16 +88,22 @@ class RequestView:
         auth: {userlist name: (user name, its groups)} for each userlist the request's
             Basic credentials are valid for, as the runtime checked them before the
             rules run (runtime/auth.py); None or absent: not authenticated.
+        vars: the variables.Vars that ``var()`` reads and the set-var rules write (None:
+            every variable is absent).
+
+    The http-request rules of a proxy run in order on one view (route.Switching.choose):
+    a header rule replaces its fields (set_fields), a rewrite its target or method
+    (set_target, set_method), so each later rule reads what the earlier ones left.
     """
 
     __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
-                 "has_body", "nbsrv", "status", "response_fields", "auth", "_src_ip", "_dst_ip",
+                 "has_body", "nbsrv", "status", "response_fields", "auth", "vars", "_src_ip", "_dst_ip",
                  "_by_name", "_parts", "_path")
 
     def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
                  src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
                  has_body: bool = False, nbsrv: Callable[[str], int] | None = None,
-                 status: int = 0, response_fields=None, auth=None) -> None:
+                 status: int = 0, response_fields=None, auth=None, vars=None) -> None:
         self.method, self.url, self.target, self.version = method, url, target, version
         self.fields = fields
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
@@ -101,6 +112,7 @@ class RequestView:
         self.status = status
         self.response_fields = response_fields
         self.auth = auth
+        self.vars = vars
         self._src_ip = self._dst_ip = None
         self._by_name = self._parts = self._path = None
 
@@ -161,6 +173,17 @@ class RequestView:
             self.url = self.url[:len(self.url) - len(self.target)] + target
         self.target = target
         self._path = None
+
+    def set_fields(self, fields) -> None:
+        """Take the field list a header rule left (a new list: the old one is never
+        changed); the later rules' fetches read it."""
+        if fields is not self.fields:
+            self.fields = fields
+            self._by_name = self._parts = None
+
+    def set_method(self, method: bytes) -> None:
+        """Take the method a ``set-method`` rule wrote; ``method`` fetches read it."""
+        self.method = method
 
     def src_ip(self):
         """The client address as an ipaddress object (None when it is not an IP)."""
@@ -480,6 +503,50 @@ def _auth_type(v) -> list[bytes]:
     return [] if scheme is None else [scheme]
 
 
+def _fetch_var(name, args):
+    from splicer.http.variables import parse_var_name
+    from splicer.http.logformat import RuleError
+
+    if not 1 <= len(args) <= 2 or not args[0]:
+        raise SampleError("fetch 'var' expects a variable: var(<scope>.<name>[,<default>])")
+    try:
+        scope, var = parse_var_name(args[0], "fetch 'var'")
+    except RuleError as exc:
+        raise SampleError(str(exc)) from None
+    default = [args[1].encode("utf-8")] if len(args) == 2 else []
+    if default and _CTL.search(default[0]):
+        raise SampleError("fetch 'var': the default cannot hold control characters (CR, LF, NUL...)")
+
+    def fn(v):
+        store = v.vars
+        got = store.get(scope, var) if store is not None else None
+        return default if got is None else [got]
+    return STR, fn
+
+
+_CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _fetch_const(name, args):
+    if len(args) > 1 or (name != "str" and not args):
+        raise SampleError(f"fetch '{name}' expects one argument: {name}(<value>)")
+    text = args[0] if args else ""
+    if name == "str":
+        value = text.encode("utf-8")
+        if _CTL.search(value):
+            raise SampleError("fetch 'str': the text cannot hold control characters (CR, LF, NUL...)")
+        return STR, lambda v: [value]
+    if name == "int":
+        if not re.fullmatch(r"[-+]?[0-9]+", text.strip()):
+            raise SampleError(f"fetch 'int': '{text}' is not an integer")
+        n = int(text)
+        return INT, lambda v: [n]
+    if text.strip() not in ("0", "1", "true", "false"):
+        raise SampleError(f"fetch 'bool': '{text}' is not 0, 1, true or false")
+    b = text.strip() in ("1", "true")
+    return BOOL, lambda v: [b]
+
+
 def _simple(kind: str, fn: Callable) -> Callable:
     def build(name, args):
         _no_args(name, args)
@@ -515,6 +582,8 @@ FETCHES: dict[str, Callable] = {
     "http_auth_type": _simple(STR, _auth_type),
     "http_auth_user": _simple(STR, _basic_part(0)),
     "http_auth_pass": _simple(STR, _basic_part(1)),
+    "var": _fetch_var,
+    "str": _fetch_const, "int": _fetch_const, "bool": _fetch_const,
     "always_true": _simple(BOOL, lambda v: [True]),
     "always_false": _simple(BOOL, lambda v: [False]),
     "req.proto_http": _simple(BOOL, lambda v: [True]),

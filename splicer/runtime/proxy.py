@@ -230,6 +230,7 @@ class Proxy:
         self.maxconn = g.maxconn
         self.active = 0
         self.tasks: set[asyncio.Task] = set()
+        self.proc_vars: dict = {}  # the worker's "proc" variables (http/variables.py)
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         # the loop's own pool only serves transfers the engine could not take: a quarter
         pipesize = g.pipesize or DEFAULT_PIPESIZE

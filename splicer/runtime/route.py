@@ -8,10 +8,14 @@ run frontend-then-backend on requests and backend-then-frontend on responses, a 
 `errorfile` wins over the frontend's, and a splice direction is on when either proxy sets it
 (haproxy#2510).
 
-A frontend with `use_backend` rules, local actions (deny, return, redirect, allow) or rule
-conditions also gets a Switching: its per-request decisions (which rule answers, which
-backend) are a pure function of the request's view (choose()), and each backend it may pick
-has its Route resolved at load too, one per (frontend, backend) pair.
+A frontend with `use_backend` rules, local actions (deny, return, redirect, allow),
+request-line rewrites, variables or rule conditions also gets a Switching: its
+per-request decisions (which rule answers, which backend) are a pure function of the
+request's view (choose()), on which every http-request rule, header rules included, runs
+in file order (haproxy's semantics: each rule sees what the ones before it did); each
+backend it may pick has its Route resolved at load too, one per (frontend, backend) pair.
+A frontend without one pays nothing per request for this: its header rules run when the
+head is forwarded (h1.forward_request_head).
 """
 from __future__ import annotations
 
@@ -21,9 +25,12 @@ from typing import Mapping
 
 from splicer.config.model import Backend, Frontend, Global
 from splicer.http.actions import BAD_REQUEST, LocalRule, first_local, merge_runs
+from splicer.http.logformat import StreamInfo
 from splicer.http.normalize import NormalizeRule, ambiguity
+from splicer.http.rewrite import RewriteRule
 from splicer.http.rules import HeaderRule
 from splicer.http.sample import name_renderer
+from splicer.http.variables import VarRule
 from splicer.runtime.transfer import SplicePolicy
 
 DEFAULT_SPLICE = SplicePolicy.AUTO
@@ -145,7 +152,7 @@ class Decision:
         backend: the backend's name (None: no backend was chosen, or a frontend rule
             answered before one was).
         cut_fe, cut_be: how many of the frontend's and the backend's http-request rules
-            apply (fewer than all when an ``allow`` stopped them).
+            ran (fewer than all when an ``allow`` or an answer stopped them).
     """
 
     rule: LocalRule | None
@@ -168,6 +175,8 @@ class Switching:
         strict: refuse with 400 a request to forward whose target, after the rules, is
             still ambiguous (http/normalize.py ambiguity); False with
             ``option accept-invalid-http-request``.
+        frontend: the frontend's name (what ``%f`` and, before a backend is chosen,
+            ``%b`` give in the rules' formats).
     """
 
     fe_rules: tuple
@@ -175,18 +184,26 @@ class Switching:
     default: str | None
     be_rules: Mapping[str, tuple]
     strict: bool = True
+    frontend: str = ""
     _forwards: dict = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, view) -> Decision:
-        """Run the frontend's http-request actions, its use_backend rules (the first whose
+        """Run the frontend's http-request rules, its use_backend rules (the first whose
         condition holds wins, else default_backend), then the backend's http-request
-        actions, on the request's view (http/sample.py RequestView); ``normalize-uri``
-        rules rewrite view.target as they come, and a target still ambiguous at the end is
-        answered with 400 (actions.BAD_REQUEST) unless not strict. haproxy 4.2
+        rules, in order on the request's view (http/sample.py RequestView): header rules,
+        rewrites, ``normalize-uri`` and variable rules change view's fields, target, method
+        and variables as they come (actions.first_local), and what they leave is what the
+        later rules read and the request is forwarded with. A target still ambiguous at
+        the end is answered with 400 (actions.BAD_REQUEST) unless not strict, as is a
+        request whose method the rules turned into or out of HEAD. haproxy 4.2
         "use_backend": the rules are evaluated in order after the frontend's http-request
         rules; a dynamic name that names no backend of the frontend's mode stops the
-        evaluation and sends the request to the default_backend (haproxy 4.2)."""
-        rule, cut_fe = first_local(self.fe_rules, view)
+        evaluation and sends the request to the default_backend (haproxy 4.2). In the
+        frontend's rules ``be_name`` (``%b``) is the frontend's name, no backend being
+        chosen yet (haproxy 7.3.3 "be_name")."""
+        info = StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
+        head = view.method == b"HEAD"  # the client's: its response's body framing follows it
+        rule, cut_fe = first_local(self.fe_rules, view, info)
         if rule is not None:
             return Decision(rule, None, cut_fe, 0)
         name = self.default
@@ -202,10 +219,14 @@ class Switching:
         if name is None:
             return Decision(None, None, cut_fe, 0)
         be_rules = self.be_rules[name]
-        rule, cut_be = first_local(be_rules, view)
-        if rule is None and self.strict and ambiguity(view.target) is not None:
-            # what the rules let through stays ambiguous: never forwarded, and counted on
-            # the frontend only (it reaches no backend)
+        rule, cut_be = first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
+                                                              self.frontend, name) if be_rules else None)
+        if rule is None and ((self.strict and ambiguity(view.target) is not None)
+                             or (view.method == b"HEAD") is not head):
+            # what the rules let through stays ambiguous, or a set-method made a HEAD of
+            # another method or another method of a HEAD (the origin's answer would then
+            # carry a body the client does not expect, or lack one it does): never
+            # forwarded, and counted on the frontend only (it reaches no backend)
             return Decision(BAD_REQUEST, None, cut_fe, cut_be)
         if rule is None:  # the common outcome, one Decision per backend and cut, kept
             key = (name, cut_fe, cut_be)
@@ -217,14 +238,15 @@ class Switching:
 
 
 def _decides(rules: tuple) -> bool:
-    return any(isinstance(r, (LocalRule, NormalizeRule)) or getattr(r, "cond", None) is not None
-               for r in rules)
+    return any(isinstance(r, (LocalRule, NormalizeRule, RewriteRule, VarRule))
+               or getattr(r, "cond", None) is not None for r in rules)
 
 
 def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | None:
     """The Switching of frontend `fe`, or None when every request of it goes the same way
-    (no use_backend rule, and neither it nor its default_backend has a local action or a
-    rule condition): such a frontend keeps the path without per-request decisions.
+    (no use_backend rule, and neither it nor its default_backend has a local action, a
+    request-line rewrite, a variable rule or a rule condition): such a frontend keeps the
+    path without per-request decisions.
 
     Args:
         fe: the frontend's model; backends: every backend model by name.
@@ -238,7 +260,8 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
     return Switching(merge_runs(tuple(fe.http_request)),
                      tuple((r.cond, r.backend if r.dynamic is None else name_renderer(r.dynamic))
                            for r in fe.use_backend),
-                     fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request)
+                     fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request,
+                     fe.name)
 
 
 def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:

@@ -36,6 +36,7 @@ from splicer.http.h1 import HeadError, head_complete, parse_request
 from splicer.http.logformat import Message, StreamInfo
 from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView
+from splicer.http.variables import Vars
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
@@ -68,7 +69,8 @@ class HttpSession:
     """
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
-                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams")
+                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
+                 "rewritten", "sess_vars")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -89,8 +91,10 @@ class HttpSession:
         self.next_head = None  # (id, future) of the engine job reading the next request head
         # set per request when the frontend has rules that decide (_switch); else fixed
         self.view = None                     # the request's sample.RequestView
-        self.rules_in = route.request_rules  # the http-request header rules that apply
+        self.rules_in = route.request_rules  # the http-request header rules left to apply
+        self.rewritten = False               # the rules changed the request's method or fields
         self.streams = 0                     # streams started on this session (http-reuse safe)
+        self.sess_vars = None                # the session's "sess" variables (made when first needed)
 
     @property
     def client_ip(self) -> str:
@@ -383,8 +387,11 @@ class HttpSession:
                 start += 2
             first = raw[start:raw.find(b"\r\n", start)].split(b" ")
             url = first[1] if len(first) == 3 else req.target
+        if self.sess_vars is None:
+            self.sess_vars = {}
         return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
-                           self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv)
+                           self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv,
+                           vars=Vars(self.sess_vars, self.fe.proxy.proc_vars))
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
         """The rest of _on_head for a request whose credentials need a hash verified first
@@ -397,12 +404,14 @@ class HttpSession:
         return await self._run_stream(Stream(self, req, raw))
 
     def _switch(self, req, raw: bytes, view: RequestView | None = None) -> tuple[Decision, object]:
-        """Run the frontend's deciding rules on this request (route.Switching.choose) and
-        take the chosen backend's Route for the stream (precomputed at load, one per
-        frontend and backend pair: nothing is merged here). Sets view and rules_in.
+        """Run the frontend's http-request rules, in order, on this request
+        (route.Switching.choose) and take the chosen backend's Route for the stream
+        (precomputed at load, one per frontend and backend pair: nothing is merged here).
+        Sets view, rules_in (empty: every http-request rule has run) and rewritten.
         `view`: the request's view when it was built already (its credential verdicts
         filled in, runtime/auth.py). Returns the decision and the request to forward: a
-        copy with the target the ``normalize-uri`` rules rewrote, or `req` itself
+        copy with the target, method and fields the rules left, or `req` itself when they
+        left it as it was
         (parse_request's memoized heads are never changed)."""
         fe = self.fe
         sw = fe.switching
@@ -410,19 +419,16 @@ class HttpSession:
             view = self.request_view(req, raw)
         d = sw.choose(view)
         self.view = view
-        if view.target is not req.target:
+        self.rewritten = view.method is not req.method or view.fields is not req.headers
+        if view.target is not req.target or self.rewritten:
             req = req.copy()
-            req.target = view.target
+            req.target, req.method, req.headers = view.target, view.method, view.fields
         if d.backend is not None:
             self.be, route = fe.routes[d.backend]
-            be_rules = sw.be_rules[d.backend]
         else:
-            self.be, route, be_rules = fe.backend, fe.route, ()
+            self.be, route = fe.backend, fe.route
         self.route, self.t_server = route, route.t_server
-        if d.cut_fe < len(sw.fe_rules) or d.cut_be < len(be_rules):  # an allow stopped some
-            self.rules_in = sw.fe_rules[:d.cut_fe] + be_rules[:d.cut_be]
-        else:
-            self.rules_in = route.request_rules
+        self.rules_in = ()  # the header rules ran in choose(), in order with the others
         return d, req
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
@@ -469,8 +475,9 @@ class HttpSession:
                 return False
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
-        data, keep = actions.reply(d.rule, info, Message(req.method, req.target), req.headers, req.version,
-                                   keep, pages, req.method)
+        msg = Message(req.method, req.target, 0, None, self.view.vars if self.view is not None else None)
+        method = raw.lstrip(b"\r\n").partition(b" ")[0]  # the client's, whatever set-method did
+        data, keep = actions.reply(d.rule, info, msg, req.headers, req.version, keep, pages, method)
         status = int(data[9:12])
         for counters in (c, be.counters if be is not None else None):
             if counters is not None:

@@ -109,7 +109,7 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer")
+                 "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -130,7 +130,8 @@ class Stream:
         self.interim: list[int] = []  # 1xx statuses relayed to the client
         self.info = session.stream_info()
         self.view = session.view          # what rule conditions read (None: no rule has one)
-        self.rules_in = session.rules_in  # the http-request header rules that apply
+        self.rules_in = session.rules_in  # the http-request header rules left to apply
+        self._rewritten = session.rewritten if session.view is not None else False  # rules changed the head
         self._answered = False    # a byte of a response (a 1xx) went to the client
         self._resp_raw = b""      # the bytes of the final response head being relayed
         self._replayable = False
@@ -216,7 +217,7 @@ class Stream:
         if route.forwarded:
             fwd = (route.forwarded, s.client_ip, s.local_ip)
         xff = s.client_ip if route.forwardfor else None
-        edited = False
+        edited = self._rewritten  # the rules changed the method or fields: no memoized head
         be = self.be
         if be.sticky:
             # cookie / use-server persistence (http/persist.py): decided before the head is
@@ -718,7 +719,8 @@ class Stream:
         reusable = (whole and resp.keep_alive
                     and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
         keep = req.keep_alive and whole
-        data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers),
+        store = self.view.vars if self.view is not None else None
+        data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers, store),
                                    v.fields, req.version, keep, self.route.errorpages, req.method)
         await end_task(body_task)  # a request body still under way goes no further
         try:

@@ -146,8 +146,8 @@ backend app
     ("    http-request allow now\n    default_backend app\n",
      ["site.cfg:5: 'http-request allow' takes no argument, got 'now'"]),
     ("    http-response cache-store c\n    default_backend app\n",
-     ["site.cfg:5: 'http-response cache-store' is not supported (supported: set-header, add-header, del-header, "
-      "allow, deny, return, redirect, set-status)"]),
+     ["site.cfg:5: 'http-response cache-store' is not supported (supported: "
+      "set-header, add-header, del-header, replace-header, replace-value, allow, deny, return, redirect, set-status, set-var, set-var-fmt, unset-var)"]),
     ("    http-response set-status 101\n    http-response redirect prefix /x\n    default_backend app\n",
      ["site.cfg:5: 'http-response set-status': invalid status code '101' (expected 200..999) "
       "(a 1xx is an interim response: a client would wait for another)",

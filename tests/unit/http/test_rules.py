@@ -106,9 +106,9 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
 
 
 @pytest.mark.parametrize("words, message", [
-    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
-    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
-    (["silent-drop"], "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri)"),
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
+    (["silent-drop"], "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
     (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
     (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
                                " (quote a value that holds spaces)"),
@@ -121,7 +121,8 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
     (["set-header", "A", "x\x7fy"], "field values cannot hold control characters (CR, LF, NUL...)"),
     (["set-header", "A", "%[]"], "unknown sample fetch '' (supported: src, src_port, dst, dst_port, fe_name, "
                                  "be_name, method, path, query, url, status, req.hdr(<name>[,<occ>]), "
-                                 "res.hdr(<name>[,<occ>]), hdr(<name>[,<occ>]))"),
+                                 "res.hdr(<name>[,<occ>]), hdr(<name>[,<occ>]), "
+                                 "var(<scope>.<name>[,<default>]))"),
     (["set-header", "A", "%[hdr(host]"], "'hdr' expects a field name: '%[hdr(<name>)]'"),
     (["set-header", "A", "%zz"], "unknown log-format variable '%zz' (supported: %ci, %cp, %fi, %fp, %f, %b, "
                                  "%HM, %HP, %HQ, %HU, %ST)"),

@@ -208,3 +208,81 @@ def test_dynamic_use_backend_picks_any_backend_of_the_mode_else_the_default():
     assert [pick(b"B"), pick(b"A"), pick(b"t"), pick(b"nope"), pick(b"")] == ["b", "a", "a", "a", "a"]
     v = RequestView(b"GET", b"/", b"/", b"1.1", [], "127.0.0.1", 1, "127.0.0.1", 1)
     assert sw.choose(v).backend == "b"
+
+
+# -- in-order evaluation: each http-request rule sees what the ones before it did -----------
+
+def test_a_set_header_is_seen_by_a_later_deny():
+    sw, _ = switching("    http-request set-header X-A 1\n    http-request deny if { req.hdr(x-a) 1 }\n"
+                      "    default_backend a\n")
+    v = rv()
+    d = sw.choose(v)
+    assert (d.rule.action, d.backend) == ("deny", None)
+    assert v.fields == [(b"Host", b"h"), (b"X-A", b"1")]
+
+
+def test_a_deny_before_the_set_header_does_not_see_it():
+    sw, _ = switching("    http-request deny if { req.hdr(x-a) 1 }\n    http-request set-header X-A 1\n"
+                      "    default_backend a\n")
+    assert sw.choose(rv()) == Decision(None, "a", 2, 0)
+
+
+def test_set_path_then_use_backend_on_the_new_path_and_backend_rules_after():
+    sw, _ = switching("    http-request set-path /b%[path] if { path_beg /old }\n"
+                      "    use_backend b if { path_beg /b/ }\n    default_backend a\n",
+                      "    http-request set-header X-In-A %[path]\n")
+    v = rv(b"/old/x?q")
+    assert sw.choose(v).backend == "b"
+    assert (v.target, v.url) == (b"/b/old/x?q", b"/b/old/x?q")
+    v = rv(b"/y")
+    assert sw.choose(v).backend == "a"
+    assert v.fields[-1] == (b"X-In-A", b"/y")
+
+
+def test_allow_stops_the_header_rules_after_it():
+    sw, _ = switching("    http-request allow if { path /ok }\n    http-request set-header X 1\n"
+                      "    default_backend a\n")
+    v = rv(b"/ok")
+    assert sw.choose(v) == Decision(None, "a", 0, 0)
+    assert v.fields == [(b"Host", b"h")]
+
+
+def test_be_name_is_the_frontend_in_its_rules_and_the_backend_in_the_backends():
+    sw, _ = switching("    http-request set-header X-Fe %f/%b if TRUE\n    default_backend a\n",
+                      "    http-request set-header X-Be %f/%b\n")
+    v = rv()
+    sw.choose(v)
+    assert v.fields[1:] == [(b"X-Fe", b"f/f"), (b"X-Be", b"f/a")]
+
+
+def test_variables_decide_use_backend():
+    sw, _ = switching("    http-request set-var(txn.be) req.hdr(host),lower\n"
+                      "    use_backend %[var(txn.be)]\n    default_backend a\n")
+    v = RequestView(b"GET", b"/", b"/", b"1.1", [(b"Host", b"B")], "127.0.0.1", 1, "127.0.0.1", 1,
+                    vars=__import__("splicer.http.variables", fromlist=["Vars"]).Vars())
+    assert sw.choose(v).backend == "b"
+
+
+@pytest.mark.parametrize("rule", ["http-request set-path /x", "http-request set-var(txn.a) str(1)",
+                                  "http-response set-var(res.a) str(1)", "http-request set-method GET"])
+def test_rewrites_and_variables_make_a_switching(rule):
+    assert switching(f"    {rule}\n    default_backend a\n")[0] is not None
+
+
+def test_replace_header_alone_keeps_the_path_without_switching():
+    sw, _ = switching("    http-request replace-header X-A a b\n    default_backend a\n",
+                      "    http-response replace-value X-B a b\n")
+    assert sw is None
+
+
+def test_set_method_into_or_out_of_head_is_refused():
+    # the client's response framing follows its own method: a HEAD made GET would get a
+    # body it does not expect, a GET made HEAD would wait for one that never comes
+    sw, _ = switching("    http-request set-method %[req.hdr(x-m)] if { req.hdr(x-m) -m found }\n"
+                      "    default_backend a\n")
+    def decide(method, new):
+        v = RequestView(method, b"/", b"/", b"1.1", [(b"Host", b"h"), (b"X-M", new)], "127.0.0.1", 1, "127.0.0.1", 1)
+        d = sw.choose(v)
+        return (d.rule.status, d.backend) if d.rule else d.backend
+    assert [decide(b"GET", b"POST"), decide(b"HEAD", b"HEAD"), decide(b"HEAD", b"GET"),
+            decide(b"GET", b"HEAD")] == ["a", "a", (400, None), (400, None)]
