@@ -228,3 +228,39 @@ def test_http_response_rules_with_conditions(start_splicer, farm):
             head_values(missing, b"x-served-by")) == ([b"yes"], [], [b"web1"])
     assert (head_values(health, b"x-missing"), head_values(health, b"x-json"),
             head_values(health, b"x-served-by")) == ([], [b"yes"], [])
+
+
+def test_each_explicit_matching_method_routes(start_splicer, farm):
+    """`-m <method>` written out (haproxy 7.1.3), each on its own use_backend line: a
+    request that one method matches goes to `two`, any other to `one`."""
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    use_backend two if { path -m str /exact }
+    use_backend two if { path -m beg /beg/ }
+    use_backend two if { path -m end .end }
+    use_backend two if { path -m sub /sub/ }
+    use_backend two if { path -m reg ^/re/[0-9]+$ }
+    use_backend two if { path -m dir dir }
+    use_backend two if { hdr(host) -m dom dom }
+    use_backend two if { hdr(x-len) -m len 5 }
+    use_backend two if { hdr(x-ip) -m ip 10.0.0.0/8 }
+    use_backend two if { hdr(x-int) -m int gt 100 }
+    use_backend two if { hdr(x-found) -m found }
+    default_backend one
+"""), [port])
+    cases = [
+        (dict(), b"web1"),
+        (dict(target=b"/exact"), b"web2"), (dict(target=b"/exact/x"), b"web1"),
+        (dict(target=b"/beg/x"), b"web2"), (dict(target=b"/x/beg/"), b"web1"),
+        (dict(target=b"/a.end"), b"web2"), (dict(target=b"/a.end/x"), b"web1"),
+        (dict(target=b"/x/sub/y"), b"web2"), (dict(target=b"/x/subway"), b"web1"),
+        (dict(target=b"/re/42"), b"web2"), (dict(target=b"/re/4x"), b"web1"),
+        (dict(target=b"/a/dir/b"), b"web2"), (dict(target=b"/a/dirt/b"), b"web1"),
+        (dict(host=b"www.dom.example"), b"web2"), (dict(host=b"www.domain.example"), b"web1"),
+        (dict(extra=b"X-Len: 12345\r\n"), b"web2"), (dict(extra=b"X-Len: 1234\r\n"), b"web1"),
+        (dict(extra=b"X-Ip: 10.1.2.3\r\n"), b"web2"), (dict(extra=b"X-Ip: 192.0.2.1\r\n"), b"web1"),
+        (dict(extra=b"X-Int: 101\r\n"), b"web2"), (dict(extra=b"X-Int: 100\r\n"), b"web1"),
+        (dict(extra=b"X-Found: \r\n"), b"web2"),
+    ]
+    got = [(c, served_by(get(port, **c))) for c, _ in cases]
+    assert got == [(c, want) for c, want in cases]
