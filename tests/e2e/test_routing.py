@@ -264,3 +264,69 @@ def test_each_explicit_matching_method_routes(start_splicer, farm):
     ]
     got = [(c, served_by(get(port, **c))) for c, _ in cases]
     assert got == [(c, want) for c, want in cases]
+
+
+def test_the_other_criteria_predefined_acls_and_converters_route(start_splicer, farm, tmp_path):
+    """The fetches, predefined ACLs and converters no other routing test writes out, each on
+    a use_backend line of its own (haproxy 7.3.6, 7.4, 7.3.1): a request one of them
+    matches goes to `two`, any other to `one`."""
+    (tmp_path / "dom.map").write_text("internal.example two\n")
+    (tmp_path / "reg.map").write_text("^/legacy/[0-9]+$ two\n")
+    port = free_port()
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text(farm_config(port, farm, """
+    use_backend two if { hdr_beg(x-a) beg }
+    use_backend two if { hdr_sub(x-a) -- -sub- }
+    use_backend two if { hdr_reg(x-a) ^re[0-9]$ }
+    use_backend two if { hdr_dom(x-a) dom }
+    use_backend two if { hdr_len(x-a) 9 }
+    use_backend two if { path_dir pdir }
+    use_backend two if { path_reg ^/preg/[a-z]+$ }
+    use_backend two if { path_sub /psub/ }
+    use_backend two if { url /url?x }
+    use_backend two if { url_beg /ubeg }
+    use_backend two if { dst 127.0.0.1 } { path /dst }
+    use_backend two if { req.ver 1.0 } { path /v10 }
+    use_backend two if HTTP_1.1 { path /v11 }
+    use_backend two if METH_GET { path /get }
+    use_backend two if TRUE { path /true }
+    use_backend two if FALSE || { always_false } || { path /false }
+    use_backend two if { always_true } { path /always }
+    use_backend %[req.hdr(x-up),upper,word(1,-)] if { req.hdr(x-up) -m found }
+    use_backend %[path,map_reg(reg.map)] if { path_beg /legacy/ }
+    use_backend %[req.hdr(host),map_dom(dom.map)] if { hdr_end(host) .example }
+    default_backend one
+""") + "backend TWO\n    server web2 127.0.0.1:%d\n" % farm[1].port)
+    start_splicer(cfg.read_text(), [port])
+
+    def via(**c) -> bytes:
+        resp = get(port, **c)
+        return served_by(resp) if b"x-served-by" in resp.lower() else resp.split(b"\r\n")[0]
+    hdr = lambda v: dict(extra=b"X-A: " + v + b"\r\n")  # noqa: E731
+    cases = [
+        (dict(), b"web1"),
+        (hdr(b"begin"), b"web2"), (hdr(b"xbeg"), b"web1"),
+        (hdr(b"a-sub-b"), b"web2"), (hdr(b"asubb"), b"web1"),
+        (hdr(b"re7"), b"web2"), (hdr(b"re77"), b"web1"),
+        (hdr(b"www.dom.x"), b"web2"), (hdr(b"www.domx"), b"web1"),
+        (hdr(b"123456789"), b"web2"), (hdr(b"12345678"), b"web1"),
+        (dict(target=b"/a/pdir/b"), b"web2"), (dict(target=b"/a/pdirx"), b"web1"),
+        (dict(target=b"/preg/abc"), b"web2"), (dict(target=b"/preg/ab1"), b"web1"),
+        (dict(target=b"/x/psub/y"), b"web2"), (dict(target=b"/psubx"), b"web1"),
+        (dict(target=b"/url?x"), b"web2"), (dict(target=b"/url?y"), b"web1"),
+        (dict(target=b"/ubeg/x"), b"web2"), (dict(target=b"/dst"), b"web2"),
+        (dict(target=b"/v11"), b"web2"), (dict(target=b"/get"), b"web2"),
+        (dict(target=b"/get", method=b"HEAD"), b"web2"),  # METH_GET is GET or HEAD
+        (dict(target=b"/get", method=b"POST", extra=b"Content-Length: 0\r\n"), b"web1"),
+        (dict(target=b"/true"), b"web2"), (dict(target=b"/false"), b"web2"),
+        (dict(target=b"/always"), b"web2"),
+        (dict(extra=b"X-Up: two-x\r\n"), b"web2"),  # upper, word(1,-): backend TWO
+        (dict(extra=b"X-Up: three\r\n"), b"web1"),  # no backend THREE: the default
+        (dict(host=b"db.internal.example"), b"web2"), (dict(host=b"db.other.example"), b"web1"),
+        (dict(target=b"/legacy/12"), b"web2"), (dict(target=b"/legacy/x"), b"web1"),
+    ]
+    got = [(c, via(**c)) for c, _ in cases]
+    assert got == [(c, want) for c, want in cases]
+    # HTTP/1.0 requests (req.ver, HTTP_1.1)
+    assert served_by(exchange(port, b"GET /v10 HTTP/1.0\r\nHost: www.example\r\n\r\n")) == b"web2"
+    assert served_by(exchange(port, b"GET /v11 HTTP/1.0\r\nHost: www.example\r\n\r\n")) == b"web1"
