@@ -177,6 +177,8 @@ class Switching:
             ``option accept-invalid-http-request``.
         frontend: the frontend's name (what ``%f`` and, before a backend is chosen,
             ``%b`` give in the rules' formats).
+        fe_edits: some rule of fe_rules edits the message (its formats then read a
+            logformat.StreamInfo, built per request only then).
     """
 
     fe_rules: tuple
@@ -185,6 +187,7 @@ class Switching:
     be_rules: Mapping[str, tuple]
     strict: bool = True
     frontend: str = ""
+    fe_edits: bool = True
     _forwards: dict = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, view) -> Decision:
@@ -201,7 +204,8 @@ class Switching:
         evaluation and sends the request to the default_backend (haproxy 4.2). In the
         frontend's rules ``be_name`` (``%b``) is the frontend's name, no backend being
         chosen yet (haproxy 7.3.3 "be_name")."""
-        info = StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
+        info = (StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
+                if self.fe_edits else None)
         head = view.method == b"HEAD"  # the client's: its response's body framing follows it
         rule, cut_fe = first_local(self.fe_rules, view, info)
         if rule is not None:
@@ -257,11 +261,12 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
              *(backends[n].http_response for n in names)]
     if not fe.use_backend and not any(_decides(tuple(r)) for r in rules):
         return None
-    return Switching(merge_runs(tuple(fe.http_request)),
+    fe_rules = merge_runs(tuple(fe.http_request))
+    return Switching(fe_rules,
                      tuple((r.cond, r.backend if r.dynamic is None else name_renderer(r.dynamic))
                            for r in fe.use_backend),
                      fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request,
-                     fe.name)
+                     fe.name, any(getattr(r, "edit", None) is not None for r in fe_rules))
 
 
 def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:
