@@ -82,21 +82,23 @@ class Vars:
     ``req`` variables are gone and ``res`` ones start. Values are bytes.
     """
 
-    __slots__ = ("proc", "sess", "txn", "req", "res")
+    __slots__ = ("proc", "sess", "txn", "req", "res", "_response")
 
     def __init__(self, sess: dict | None = None, proc: dict | None = None) -> None:
         self.proc = {} if proc is None else proc
         self.sess = {} if sess is None else sess
-        self.txn: dict = {}
-        self.req: dict | None = {}
+        # the dicts of one message's scopes are made by the first set(): most requests
+        # of a configuration that uses variables set few, and many set none
+        self.txn: dict | None = None
+        self.req: dict | None = None
         self.res: dict | None = None
+        self._response = False
 
     def response(self) -> None:
         """Enter the response phase (haproxy: "req" variables live until the first server
         connection attempt, "res" ones from then on). Idempotent."""
-        if self.res is None:
-            self.req = None
-            self.res = {}
+        self._response = True
+        self.req = None
 
     def get(self, scope: str, name: str) -> bytes | None:
         """The value of ``<scope>.<name>``, or None when it is not set (or its scope is not
@@ -105,10 +107,15 @@ class Vars:
         return None if d is None else d.get(name)
 
     def set(self, scope: str, name: str, value: bytes) -> None:
-        """Set ``<scope>.<name>`` (ignored when its scope is not alive in this phase)."""
+        """Set ``<scope>.<name>`` (ignored when its scope is not alive in this phase:
+        ``req`` in the response phase, ``res`` before it)."""
         d = getattr(self, scope)
-        if d is not None:
-            d[name] = value
+        if d is None:
+            if (scope == "req" and self._response) or (scope == "res" and not self._response):
+                return
+            d = {}
+            setattr(self, scope, d)
+        d[name] = value
 
     def unset(self, scope: str, name: str) -> None:
         """Remove ``<scope>.<name>`` if it is set."""
