@@ -41,6 +41,17 @@ def test_roundrobin_respects_weights(start_splicer, farm):
     assert served_by(port, 40) == {(200, "web1"): 30, (200, "web2"): 10}
 
 
+def test_static_rr_follows_the_weights_in_order(start_splicer, farm):
+    """balance static-rr (haproxy 4.2 "balance"): the weights' map, walked in turn, so 40
+    requests with weights 3 and 1 give exactly 30 and 10, the same as roundrobin."""
+    port = free_port()
+    cfg = http_config(port, [], balance="static-rr") + (f"    server web1 127.0.0.1:{farm[0].port} weight 3\n"
+                                                        f"    server web2 127.0.0.1:{farm[1].port} weight 1\n")
+    start_splicer(cfg, [port])
+    assert served_by(port, 40) == {(200, "web1"): 30, (200, "web2"): 10}
+    assert served_by(port, 8, new_conn=True) == {(200, "web1"): 6, (200, "web2"): 2}
+
+
 def test_weight_zero_server_gets_nothing(start_splicer, farm):
     port = free_port()
     cfg = http_config(port, []) + (f"    server web1 127.0.0.1:{farm[0].port} weight 0\n"

@@ -220,3 +220,20 @@ def test_bad_rule_lines_are_refused_with_file_and_line(tmp_path):
     ]:
         assert want in lines, (want, lines)
     assert any(ln.startswith(f"{cfg}:10: ") and "'nope.x' is not a variable name" in ln for ln in lines), lines
+
+
+def test_unset_var_and_percent_to_uppercase_reach_the_origin(start_splicer):
+    """unset-var removes what set-var stored, so a later format finds nothing (haproxy 4.2
+    "unset-var"); normalize-uri percent-to-uppercase forwards the escapes' hex in upper
+    case (haproxy 4.2 "normalize-uri")."""
+    sp, port, o_app, o_alt = start(start_splicer, """
+    http-request set-var(txn.x) str(kept)
+    http-request set-var(txn.y) str(dropped)
+    http-request unset-var(txn.y) if { path_beg /unset }
+    http-request set-header X-Vars x=%[var(txn.x)],y=%[var(txn.y)]
+    http-request normalize-uri percent-to-uppercase
+    default_backend app
+""")
+    assert b"X-Vars: x=kept,y=dropped\r\n" in ask(port, b"/keep") + b"\r\n"
+    assert b"X-Vars: x=kept,y=\r\n" in ask(port, b"/unset") + b"\r\n"
+    assert ask(port, b"/caf%c3%a9?q=%e2%82%ac").split(b"\n", 1)[1].split(b"\r\n")[0] == b"GET /caf%C3%A9?q=%E2%82%AC HTTP/1.1"
