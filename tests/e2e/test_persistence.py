@@ -16,10 +16,10 @@ from tests.e2e.helpers import KeepAliveOrigin, free_port, http_config
 CHECK = "check inter 100ms rise 1 fall 1"
 
 
-def get(port, path="/files/0", cookie=None):
+def get(port, path="/files/0", cookie=None, headers=None):
     """One GET on a new client connection: (status, served by, Set-Cookie values, Cache-control, body)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+    conn.request("GET", path, headers=({"Cookie": cookie} if cookie else {}) | (headers or {}))
     resp = conn.getresponse()
     body = resp.read()
     conn.close()
@@ -96,6 +96,25 @@ def test_option_persist_sends_to_the_down_server_503_without_redispatch(start_sp
         status, by, cookies, _, _ = get(port, cookie="SRV=a-c")
         assert (status, by) == (503, None)
         assert get(port)[:3] == (200, "b", ["SRV=b-c; path=/"])  # no cookie: balanced as usual
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_force_persist_sends_a_matching_request_to_the_down_server(start_splicer, www):
+    """force-persist (haproxy 4.2): a request its condition matches keeps to the cookie's
+    server even when that server is DOWN (here: 503, the server is gone); one it does not
+    match is balanced elsewhere, as without it."""
+    a, b = Origin("a", www[0]), Origin("b", www[0])
+    try:
+        port = free_port()
+        sp = start_splicer(config(port, [a, b], "    cookie SRV insert\n    retries 1\n"
+                                  "    force-persist if { hdr(x-force) 1 }", CHECK), [port])
+        a.stop()
+        wait_log(sp, "server a is DOWN")
+        status, by, cookies, _, _ = get(port, cookie="SRV=a-c", headers={"X-Force": "1"})
+        assert (status, by) == (503, None)
+        assert get(port, cookie="SRV=a-c")[:3] == (200, "b", ["SRV=b-c; path=/"])
     finally:
         a.stop()
         b.stop()
