@@ -56,10 +56,12 @@ LOCAL_ACTIONS = ("allow", "deny", "return", "redirect", "auth", "tarpit")
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 """Status codes `redirect` accepts (haproxy's list)."""
 
-REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
-           302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect"}
-"""Reason phrases of the 2xx and 3xx statuses a local answer commonly has (the error ones
-are errorpages.REASONS; any other status says "Other")."""
+BODILESS = (204, 304)
+"""Statuses whose response ends at its head (RFC 9112 section 6.3 rule 1): a local answer
+with one of them has no body and no Content-Length (RFC 9110 sections 8.6, 15.3.5, 15.4.5),
+and a rule that gives one a payload is refused at load, as haproxy refuses it."""
+
+_CTL = re.compile(r"[\x00-\x1f\x7f]")
 
 PAYLOAD_MAX = 1 << 20
 """Largest ``file`` / ``errorfile`` payload accepted, bytes."""
@@ -180,7 +182,10 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
         elif w == "content-type":
             if val is None:
                 raise RuleError(f"'{what}': 'content-type' expects a type")
-            kw["content_type"] = val.encode("ascii", "replace")
+            if _CTL.search(val) or not val.isascii():
+                raise RuleError(f"'{what}': a content-type is printable ASCII: it cannot hold control "
+                                "characters (CR, LF, NUL...)")
+            kw["content_type"] = val.encode("ascii")
             i += 2
         elif w in ("string", "file", "errorfile", "lf-string"):
             if payload is not None:
@@ -219,6 +224,9 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
             raise RuleError(f"'{what}': unknown option '{w}' (supported: "
                             + {"deny": "deny_status", "tarpit": "status, deny_status"}.get(action, "status")
                             + ", content-type, string, lf-string, file, errorfile, default-errorfiles, hdr)")
+    if status in BODILESS and payload in ("string", "lf-string", "file"):
+        raise RuleError(f"'{what}': a {status} response has no body (RFC 9110 section "
+                        f"{'15.3.5' if status == 204 else '15.4.5'}): no '{payload}' with it")
     if payload in ("string", "lf-string", "file") and kw["content_type"] is None:
         raise RuleError(f"'{what}': '{payload}' needs a 'content-type'")
     if payload == "errorfile" and (headers or kw["content_type"] is not None):
@@ -453,8 +461,11 @@ def reply(rule: LocalRule, info, msg, fields, version: bytes, keep_alive: bool,
             fields_out.append((b"content-type", rule.content_type))
     for name, fmt in rule.headers:
         fields_out.append((name, render(fmt, info, msg, fields)))
-    reason = REASONS.get(status) or errorpages.REASONS.get(status, "Other")
-    lines = [b"HTTP/1.1 %d %s" % (status, reason.encode()), b"content-length: %d" % len(body)]
+    lines = [b"HTTP/1.1 %d %s" % (status, errorpages.reason_of(status))]
+    if status in BODILESS:
+        body = b""  # (an error page's or a format's text is never sent with it)
+    else:
+        lines.append(b"content-length: %d" % len(body))
     lines += [n + b": " + v for n, v in fields_out]
     if not keep_alive:
         lines.append(b"connection: close")

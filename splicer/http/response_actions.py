@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from splicer.http import errorpages
 from splicer.http import headers as hdr
 from splicer.http.actions import LocalRule
 from splicer.http.framing import BodyKind, Framing
@@ -44,36 +45,8 @@ client reads a 1xx as an interim response and waits for another head that never 
 BODYLESS = frozenset({204, 304})
 """Final statuses whose responses never have a body (RFC 9112 section 6.3 rule 1)."""
 
-REASONS = {
-    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
-    204: "No Content", 205: "Reset Content", 206: "Partial Content",
-    300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
-    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect", 308: "Permanent Redirect",
-    400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
-    404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-    407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
-    411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
-    414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable",
-    417: "Expectation Failed", 421: "Misdirected Request", 422: "Unprocessable Content",
-    425: "Too Early", 426: "Upgrade Required", 428: "Precondition Required",
-    429: "Too Many Requests", 431: "Request Header Fields Too Large",
-    451: "Unavailable For Legal Reasons",
-    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-    503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
-}
-"""The reason phrases of RFC 9110 section 15 (and RFC 6585 for 428, 429, 431; RFC 7725 for
-451; RFC 8470 for 425), the reason ``set-status`` gives a status without ``reason``."""
-
-
-CLASS_REASONS = {2: "Success", 3: "Redirection", 4: "Client Error", 5: "Server Error"}
-"""The reason of a status REASONS does not name, by its class, as haproxy gives it
-(http_get_reason); "Other" above 599."""
-
-
-def reason_of(status: int) -> bytes:
-    """The standard reason phrase of `status` (REASONS), else its class's (CLASS_REASONS),
-    else b"Other"."""
-    return REASONS.get(status, CLASS_REASONS.get(status // 100, "Other")).encode("ascii")
+# the reason phrases live with the error pages, which every local answer shares
+REASONS, CLASS_REASONS, reason_of = errorpages.REASONS, errorpages.CLASS_REASONS, errorpages.reason_of
 
 
 @dataclass(frozen=True)
@@ -111,7 +84,7 @@ def parse_set_status(args: list[str], cond, file: str = "", line: int = 0) -> St
     if not args:
         raise RuleError(f"'{what}' expects a status code: set-status <status> [reason <str>]")
     text = args[0]
-    if not text.isdigit() or not STATUS_MIN <= int(text) <= STATUS_MAX:
+    if not (text.isascii() and text.isdigit()) or not STATUS_MIN <= int(text) <= STATUS_MAX:
         extra = " (a 1xx is an interim response: a client would wait for another)" \
             if text.isdigit() and 100 <= int(text) < 200 else ""
         raise RuleError(f"'{what}': invalid status code '{text}' (expected {STATUS_MIN}..{STATUS_MAX}){extra}")
@@ -124,7 +97,7 @@ def parse_set_status(args: list[str], cond, file: str = "", line: int = 0) -> St
             raise RuleError(f"'{what}': 'reason' expects a text (quote it if it holds spaces)")
         if len(rest) > 2:
             raise RuleError(f"'{what}': unexpected '{rest[2]}' after the reason (quote a reason that holds spaces)")
-        if not rest[1].isascii() or any(c in rest[1] for c in "\r\n\0"):
+        if not rest[1].isascii() or any((c < " " and c != "\t") or c == "\x7f" for c in rest[1]):
             raise RuleError(f"'{what}': a reason is printable ASCII text on one line (RFC 9112 section 4)")
         reason = rest[1].encode("ascii")
     return StatusRule(int(text), reason, cond, file, line)

@@ -100,7 +100,8 @@ def test_return_string_file_errorfile_and_headers(start_splicer, tmp_path):
         assert get(port, b"/robots.txt") == (b"HTTP/1.1 200 OK\r\ncontent-length: 26\r\ncontent-type: text/plain"
                                              b"\r\nconnection: close\r\n\r\nUser-agent: *\nDisallow: /\n")
         assert get(port, b"/maint/x") == b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nmaint"
-        assert get(port, b"/empty") == b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        # RFC 9110 section 8.6: no Content-Length in a 204 (it used to say content-length: 0)
+        assert get(port, b"/empty") == b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n"
         assert get(port, b"/ping", method=b"HEAD") == (
             b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\ncontent-type: text/plain\r\n"
             b"X-Who: 127.0.0.1\r\nX-Path: /ping\r\nconnection: close\r\n\r\n")
@@ -204,6 +205,28 @@ def test_a_chunked_body_closes_the_connection(start_splicer):
         resp = exchange(port, b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                               b"5\r\nhello\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n")
         assert resp == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nok"
+    finally:
+        o.close()
+
+
+def test_a_204_or_304_local_answer_ends_at_its_head(start_splicer):
+    """A deny with deny_status 204 or 304 sends no body and no Content-Length (RFC 9112
+    section 6.3 rule 1): the next response on the connection is read where it starts."""
+    sp, port, o = start(start_splicer, """
+    http-request deny deny_status 204 if { path /d204 }
+    http-request deny deny_status 304 if { path /d304 }
+    http-request return status 204 if { path /r204 }
+""")
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"GET /d204 HTTP/1.1\r\nHost: x\r\n\r\nGET /d304 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /r204 HTTP/1.1\r\nHost: x\r\n\r\nGET /origin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = recv_all(s)
+        s.close()
+        assert got == (b"HTTP/1.1 204 No Content\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n"
+                       b"HTTP/1.1 304 Not Modified\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n"
+                       b"HTTP/1.1 204 No Content\r\n\r\n"
+                       b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\nConnection: close\r\n\r\norigin /origin")
     finally:
         o.close()
 

@@ -61,7 +61,33 @@ def test_return_payloads(tmp_path):
     assert answer("return status 200 content-type text/plain lf-string %[path]")[0].endswith(b"\r\n\r\n/a/b")
     assert answer("return status 503 default-errorfiles")[0].startswith(
         b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: ")
-    assert answer("return status 299")[0] == b"HTTP/1.1 299 Other\r\ncontent-length: 0\r\n\r\n"
+    # a status RFC 9110 does not name gets its class's reason, as set-status (haproxy)
+    assert answer("return status 299")[0] == b"HTTP/1.1 299 Success\r\ncontent-length: 0\r\n\r\n"
+    assert answer("return status 418")[0] == b"HTTP/1.1 418 Client Error\r\ncontent-length: 0\r\n\r\n"
+    assert answer("return status 402")[0] == b"HTTP/1.1 402 Payment Required\r\ncontent-length: 0\r\n\r\n"
+
+
+def test_a_204_or_304_answer_has_no_body_and_no_content_length():
+    """RFC 9112 section 6.3 rule 1: the response ends at its head; a body would be read as
+    the next response (RFC 9110 sections 8.6, 15.3.5, 15.4.5)."""
+    assert answer("return status 204")[0] == b"HTTP/1.1 204 No Content\r\n\r\n"
+    assert answer("deny deny_status 204")[0] == (b"HTTP/1.1 204 No Content\r\ncache-control: no-cache\r\n"
+                                                 b"content-type: text/html\r\n\r\n")
+    assert answer("deny deny_status 304", keep=False)[0] == (
+        b"HTTP/1.1 304 Not Modified\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n"
+        b"connection: close\r\n\r\n")
+    for words in ("return status 204 content-type text/plain string hello",
+                  "return status 304 content-type text/plain lf-string %[path]",
+                  "deny deny_status 204 content-type text/plain string x",
+                  "tarpit status 304 content-type text/plain string x"):
+        with pytest.raises(RuleError, match=r"a (204|304) response has no body \(RFC 9110 section 15\.[34]\.5\)"):
+            parse_rule(words.split(" "), "request")
+
+
+def test_a_content_type_with_control_characters_is_refused():
+    for ct in ("text/plain\r\nX-Injected: 1", "a\x01b", "a\x7fb", "text/plain\u00e9"):
+        with pytest.raises(RuleError, match="a content-type is printable ASCII"):
+            parse_rule(["return", "content-type", ct, "string", "a"], "request")
 
 
 @pytest.mark.parametrize("words, message", [
