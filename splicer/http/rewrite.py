@@ -125,7 +125,7 @@ def valid_target(target: bytes, method: bytes) -> bool:
 def valid_method(method: bytes) -> bool:
     """True when `method` is an RFC 9110 token (section 9.1) other than CONNECT (which
     splicer, no forward proxy, refuses from clients too)."""
-    return _TOKEN.match(method) is not None and method != b"CONNECT"
+    return _TOKEN.match(method) is not None and method.upper() != b"CONNECT"
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,9 @@ class Switching:
         chosen yet (haproxy 7.3.3 "be_name")."""
         info = (StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
                 if self.fe_edits else None)
-        head = view.method == b"HEAD"  # the client's: its response's body framing follows it
+        # the client's: its response's body framing follows it (compared in any case: an
+        # origin may read a method so)
+        head = view.method.upper() == b"HEAD"
         rule, cut_fe = first_local(self.fe_rules, view, info)
         if rule is not None:
             return Decision(rule, None, cut_fe, 0)
@@ -226,7 +228,7 @@ class Switching:
         rule, cut_be = first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
                                                               self.frontend, name) if be_rules else None)
         if rule is None and ((self.strict and ambiguity(view.target) is not None)
-                             or (view.method == b"HEAD") is not head):
+                             or (view.method.upper() == b"HEAD") is not head):
             # what the rules let through stays ambiguous, or a set-method made a HEAD of
             # another method or another method of a HEAD (the origin's answer would then
             # carry a body the client does not expect, or lack one it does): never

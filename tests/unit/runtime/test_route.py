@@ -286,3 +286,7 @@ def test_set_method_into_or_out_of_head_is_refused():
         return (d.rule.status, d.backend) if d.rule else d.backend
     assert [decide(b"GET", b"POST"), decide(b"HEAD", b"HEAD"), decide(b"HEAD", b"GET"),
             decide(b"GET", b"HEAD")] == ["a", "a", (400, None), (400, None)]
+    # an origin may read a method in any case: "head" is a HEAD for this check, "connect"
+    # a CONNECT (both refused as rewrites)
+    assert [decide(b"GET", b"head"), decide(b"HEAD", b"get"), decide(b"GET", b"connect"),
+            decide(b"HEAD", b"head")] == [(400, None), (400, None), (400, None), "a"]
