@@ -38,6 +38,7 @@ sections 2.3, 5.2.4 and 6.2.2; RFC 9112 section 3.2):
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -293,7 +294,28 @@ _DOUBLE = re.compile(rb"%25(2[eEfF]|5[cC])")
 _ENC = re.compile(rb"%(2[fF]|5[cC])")
 
 
+_PLAIN_BYTES_OUT = frozenset(b"%;#\\")
+"""Bytes whose absence from a target (with no "/." and no leading ".") makes it plain.
+
+(Testing a frozenset of ints against the target is several times quicker than testing
+``b"%" in target`` one needle at a time on CPython 3.11: the bytes needle goes through the
+buffer protocol.)"""
+
+AMBIGUITY_MEMO_MAX = 1024
+"""Longest target (bytes) whose ambiguity() verdict is remembered."""
+
+
 def ambiguity(target: bytes) -> str | None:
+    """Why a request-target that the rules let through would still be read differently
+    by different origins, or None when it is not (_ambiguity, remembered for the 4,096
+    most recent targets of at most AMBIGUITY_MEMO_MAX bytes: every request asks, and hot
+    paths repeat)."""
+    if len(target) <= AMBIGUITY_MEMO_MAX:
+        return _remembered_ambiguity(target)
+    return _ambiguity(target)
+
+
+def _ambiguity(target: bytes) -> str | None:
     """Why a request-target that the rules let through would still be read differently
     by different origins, or None when it is not.
 
@@ -306,8 +328,7 @@ def ambiguity(target: bytes) -> str | None:
         (``.`` or ``..``, escaped or not, ``;`` parameters ignored), ``;`` parameters on an
         empty segment.
     """
-    if (b"%" not in target and b"/." not in target and b";" not in target and b"#" not in target
-            and b"\\" not in target and target[:1] != b"."):
+    if _PLAIN_BYTES_OUT.isdisjoint(target) and target[:1] != b"." and b"/." not in target:
         return None  # the common target: none of what follows can apply (a dot segment needs "/.")
     if b"#" in target:
         return "fragment in the request-target"
@@ -330,6 +351,9 @@ def ambiguity(target: bytes) -> str | None:
             if not name and seg:
                 return "parameters on an empty path segment"  # Tomcat reads /;x/a as /a
     return None
+
+
+_remembered_ambiguity = lru_cache(maxsize=4096)(_ambiguity)
 
 
 def canonical_host(value: bytes) -> bytes:
