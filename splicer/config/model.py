@@ -231,7 +231,7 @@ class Frontend:
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: the rules of its `http-request` / `http-response`
             lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule, and for
-            http-response splicer.http.response_actions.StatusRule), in file
+            http-response splicer.http.actions.StatusRule), in file
             order, their conditions bound to the section's ACLs (a listen section's are here).
         use_backend: its `use_backend` rules (SwitchingRule), in file order: the first whose
             condition holds names the request's backend, else default_backend.

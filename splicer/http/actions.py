@@ -1,4 +1,5 @@
-"""http-request (and http-response) actions that answer the client locally: haproxy's
+"""http-request (and http-response) actions that answer the client locally, and
+``http-response set-status`` (StatusRule; its evaluation is http/response_actions.py's): haproxy's
 ``deny``, ``return``, ``redirect``, ``auth``, ``tarpit``, and ``allow``, which stops the
 evaluation of the rules after it. The http-response side's evaluation is
 http/response_actions.py's.
@@ -306,6 +307,64 @@ BAD_REQUEST = LocalRule("deny", 400, default_errorfiles=True)
 """The answer to a request refused for its target's spelling: a ``strict`` normalize-uri
 rule met an invalid escape, the target stays ambiguous (normalize.ambiguity), or a rewrite
 produced a target or method that may not be forwarded (rewrite.py)."""
+
+
+STATUS_MIN, STATUS_MAX = 200, 999
+"""The statuses set-status accepts. haproxy takes 100..999; a 1xx is refused here, since a
+client reads a 1xx as an interim response and waits for another head that never comes."""
+
+@dataclass(frozen=True)
+class StatusRule:
+    """One ``http-response set-status <status> [reason <str>]`` rule.
+
+    Attributes:
+        status: the new status (STATUS_MIN..STATUS_MAX).
+        reason: the new reason phrase (bytes), or None for the status's standard one.
+        cond: the rule's acl.Condition (None: always).
+        file, line: where the rule was written.
+    """
+
+    status: int
+    reason: bytes | None = None
+    cond: object = None
+    file: str = ""
+    line: int = 0
+
+    action = "set-status"
+
+
+def parse_set_status(args: list[str], cond, file: str = "", line: int = 0) -> StatusRule:
+    """Read the words after ``http-response set-status`` (the condition split off).
+
+    Args:
+        args: e.g. ``["503", "reason", "Slow Down"]``.
+        cond: the parsed condition or None.
+
+    Raises:
+        RuleError: no status, a status that is not an integer in STATUS_MIN..STATUS_MAX, a
+            reason missing its text, holding a CR/LF or a non-ASCII character, or another word.
+    """
+    what = "http-response set-status"
+    if not args:
+        raise RuleError(f"'{what}' expects a status code: set-status <status> [reason <str>]")
+    text = args[0]
+    if not (text.isascii() and text.isdigit()) or not STATUS_MIN <= int(text) <= STATUS_MAX:
+        extra = " (a 1xx is an interim response: a client would wait for another)" \
+            if text.isdigit() and 100 <= int(text) < 200 else ""
+        raise RuleError(f"'{what}': invalid status code '{text}' (expected {STATUS_MIN}..{STATUS_MAX}){extra}")
+    reason = None
+    rest = args[1:]
+    if rest:
+        if rest[0] != "reason":
+            raise RuleError(f"'{what}': unknown option '{rest[0]}' (supported: reason)")
+        if len(rest) < 2:
+            raise RuleError(f"'{what}': 'reason' expects a text (quote it if it holds spaces)")
+        if len(rest) > 2:
+            raise RuleError(f"'{what}': unexpected '{rest[2]}' after the reason (quote a reason that holds spaces)")
+        if not rest[1].isascii() or any((c < " " and c != "\t") or c == "\x7f" for c in rest[1]):
+            raise RuleError(f"'{what}': a reason is printable ASCII text on one line (RFC 9112 section 4)")
+        reason = rest[1].encode("ascii")
+    return StatusRule(int(text), reason, cond, file, line)
 
 
 def merge_runs(rules: tuple) -> tuple:

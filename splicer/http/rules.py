@@ -132,7 +132,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
 
     Returns:
         A HeaderRule, an actions.LocalRule for allow/deny/return/redirect/auth/tarpit, a
-        response_actions.StatusRule for set-status, a normalize.NormalizeRule for
+        actions.StatusRule for set-status, a normalize.NormalizeRule for
         normalize-uri, a rewrite.RewriteRule for set-path and the other request-line
         rewrites, or a variables.VarRule for set-var, set-var-fmt and unset-var (written
         ``set-var(<scope>.<name>)``); a condition's ACL names are bound later
@@ -167,8 +167,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
     if action in actions.LOCAL_ACTIONS:
         return actions.parse_action(action, args, condition(), base_dir, file, line, side)
     if action == "set-status":
-        from splicer.http.response_actions import parse_set_status
-        return parse_set_status(args, condition(), file, line)
+        return actions.parse_set_status(args, condition(), file, line)
     if action in variables.ACTIONS:
         return variables.parse_var_rule(word, args, side, condition(), file, line)
     if action in rewrite.ACTIONS:
