@@ -10,6 +10,10 @@ shared listening sockets. The master runs no event loop and no thread; it waits 
   - SIGTERM / SIGINT: every worker gets SIGTERM; any still alive after STOP_GRACE seconds
     gets SIGKILL; then the master exits 0.
   - SIGUSR1: forwarded to every worker (each prints its counters line).
+  - SIGHUP: the same as SIGUSR1 (haproxy's SIGHUP dumps the servers' states to the
+    logs); it never stops the master, so it never leaves workers without one.
+A worker dies with its master (PR_SET_PDEATHSIG: SIGTERM), so a master killed by any
+signal never leaves orphaned workers holding the listening sockets.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ STOP_GRACE = 10.0
 RESTART_DELAY = 1.0
 """Least seconds between two starts of the same worker (crash loop guard)."""
 
-_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1}
+_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP}
 
 
 def worker_cpus(config: Config, number: int) -> set[int]:
@@ -80,7 +84,30 @@ def worker_count(config: Config) -> int:
     return config.global_.nbthread or len(os.sched_getaffinity(0))
 
 
-def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], number: int, loop_kind: str) -> int:
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when its parent thread dies."""
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGTERM when the parent (the master, pid `parent`) dies
+    (prctl(2) PR_SET_PDEATHSIG), and exit at once when it died already (before the
+    request could be made: the child's parent is then another process).
+
+    Raises:
+        OSError: prctl failed (errno kept).
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], number: int, loop_kind: str,
+                 master: int) -> int:
     """Body of a forked worker; returns its exit status."""
     import asyncio
 
@@ -89,6 +116,7 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
     # the signals stay blocked (as the master left them) until Proxy.serve() has installed
     # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    die_with_parent(master)
     os.sched_setaffinity(0, worker_cpus(config, number))
     try:
         # as the engine thread: a wake-up of the loop (an engine completion) does not preempt
@@ -143,11 +171,12 @@ class Master:
     def _spawn(self, number: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
+        master = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker
             status = 1
             try:
-                status = _worker_main(self.config, self.listeners, number, self.loop_kind)
+                status = _worker_main(self.config, self.listeners, number, self.loop_kind, master)
             except BaseException:
                 log.exception("worker %d failed", number)
             finally:
@@ -212,8 +241,8 @@ class Master:
                 stop_deadline = time.monotonic() + STOP_GRACE
                 self.pending.clear()
                 self._signal_all(signal.SIGTERM)
-            elif info.si_signo == signal.SIGUSR1:
-                self._signal_all(signal.SIGUSR1)
+            elif info.si_signo in (signal.SIGUSR1, signal.SIGHUP):
+                self._signal_all(info.si_signo)
             self._reap(stopping=stop_deadline is not None)
             if stop_deadline is not None and time.monotonic() > stop_deadline:
                 log.warning("master: %d worker(s) did not stop in time; killing them", len(self.workers))

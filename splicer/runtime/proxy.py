@@ -3,7 +3,7 @@
 Rule: runtime objects are built from the immutable model (config/model.py) and never edit
 it. This module owns the listening sockets, the accept path (with haproxy's global and
 per-frontend `maxconn`: a full listener stops accepting until a session ends), the pipe
-pool, and the operator's view: SIGUSR1 prints the counters as one JSON line on stderr,
+pool, and the operator's view: SIGUSR1 (and SIGHUP) prints the counters as one JSON line on stderr,
 SIGTERM/SIGINT stop the proxy and print them a last time.
 """
 from __future__ import annotations
@@ -309,10 +309,11 @@ class Proxy:
         checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
         self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
+        self.loop.add_signal_handler(signal.SIGHUP, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
         self.loop.add_signal_handler(signal.SIGINT, self.stop)
         # blocked since the fork (master.py): pending ones are delivered to the handlers now
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGHUP, signal.SIGTERM, signal.SIGINT})
         log.info("worker %d (pid %d) serving on CPUs %s", self.worker, os.getpid(),
                  ",".join(map(str, sorted(os.sched_getaffinity(0)))))
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import http.client
 import os
 import signal
+import socket
 import time
 
 import pytest
@@ -133,3 +134,51 @@ def test_sigterm_stops_master_and_every_worker(start_splicer, farm):
     for p in pids:
         assert not os.path.exists(f"/proc/{p}") or open(f"/proc/{p}/stat").read().split()[2] == "Z"
     assert sp.log().count("splicer-stats ") >= 2  # each worker printed its counters on the way out
+
+
+def _gone(pid: int) -> bool:
+    """The process `pid` has exited (reaped, or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_sighup_keeps_master_and_workers_and_prints_the_counters(start_splicer, farm):
+    """Issue 10: SIGHUP used to kill the master and orphan its workers (still holding the
+    port). Now it is haproxy's dump: every worker prints its counters, nothing stops."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    for _ in range(6):
+        get_ok(port)
+    before = sp.log().count("splicer-stats ")
+    sp.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while sp.log().count("splicer-stats ") < before + 2:
+        assert time.monotonic() < deadline, "the workers did not print their counters after SIGHUP"
+        time.sleep(0.02)
+    assert sp.proc.poll() is None
+    assert sorted(sp.worker_pids()) == sorted(pids)
+    for _ in range(6):
+        get_ok(port)
+    assert sp.stats()["frontends"]["www"]["req_tot"] == 12
+
+
+def test_workers_die_with_a_killed_master_and_free_the_port(start_splicer, farm):
+    """A master killed with SIGKILL (no chance to stop its workers) leaves no worker
+    behind: each gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and the port is free."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    pids = wait_workers(sp, 2)
+    get_ok(port)
+    sp.proc.kill()
+    sp.proc.wait(5)
+    deadline = time.monotonic() + 10
+    while not all(_gone(p) for p in pids):
+        assert time.monotonic() < deadline, "a worker outlived its master"
+        time.sleep(0.02)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))  # nothing holds the listening socket any more
