@@ -94,18 +94,18 @@ class SplicerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stats(self, timeout: float = 5.0) -> dict:
-        """Send SIGUSR1 to the master and return the counters its workers print (one
-        `splicer-stats` JSON line each, summed with splicer.stats.merge_stats)."""
+    def stats(self, timeout: float = 5.0, sig: int = signal.SIGUSR1) -> dict:
+        """Send `sig` (SIGUSR1 or SIGHUP) to the master and return the counters its workers
+        print (one `splicer-stats` JSON line each, summed with splicer.stats.merge_stats)."""
         before = self.log().count("splicer-stats ")
-        self.proc.send_signal(signal.SIGUSR1)
+        self.proc.send_signal(sig)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             lines = re.findall(r"^splicer-stats (.*)$", self.log(), re.M)
             if len(lines) >= before + self.workers:
                 return merge_stats([json.loads(x) for x in lines[before:before + self.workers]])
             time.sleep(0.02)
-        raise TimeoutError("not every worker printed its stats after SIGUSR1")
+        raise TimeoutError(f"not every worker printed its stats after {signal.Signals(sig).name}")
 
     def worker_pids(self) -> list[int]:
         """PIDs of the master's live children (the workers)."""
