@@ -153,6 +153,9 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
 
     # the signals stay blocked (as the master left them) until Proxy.serve() has installed
     # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
+    # the master's objects are never collected here: one whose descriptor is closed below
+    # must not close, when collected, the number a worker's own resource took since
+    gc.freeze()
     signal.set_wakeup_fd(-1)  # the master's loop's
     for sig in _SIGNALS:
         signal.signal(sig, signal.SIG_DFL)

@@ -294,3 +294,17 @@ def test_wrk_while_reloading_five_times_has_no_error(start_splicer, farm, tmp_pa
     assert "Socket errors" not in out, out
     assert "Non-2xx" not in out, out
     assert sp.cli("show proc").splitlines()[1].split()[2] == "5"
+
+
+def test_no_idle_close_on_response_closes_idle_connections_at_once(start_splicer, farm):
+    """haproxy's default: a soft stop closes the idle keep-alive connections right away."""
+    port = free_port()
+    cfg = http_config(port, [(o.name, o.port) for o in farm], extra_frontend="    no option idle-close-on-response\n")
+    sp = start_splicer(cfg, [port])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as c:
+        c.sendall(b"GET /files/1k HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = read_response(c)
+        assert len(body) == 1024 and b"connection: close" not in head.lower()
+        sp.proc.send_signal(signal.SIGUSR1)
+        assert c.recv(100) == b""  # closed without a request of ours
+    assert sp.proc.wait(30) == 0
