@@ -59,6 +59,9 @@ RESTART_DELAY = 1.0
 
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP}
 
+CLI_TIMEOUT = 5.0
+"""Seconds the master CLI waits for each worker's answer (a loaded machine may be slow)."""
+
 READY_TIMEOUT = 30.0
 """Seconds a reload waits for every new worker to serve before soft-stopping the old ones
 anyway (they would only hold connections in the backlog meanwhile)."""
@@ -538,9 +541,9 @@ class Master:
             return self.show_proc()
         if cmd in ("show counters", "show counters workers"):
             if cmd.endswith("workers"):
-                replies = await self.ask_all({"op": "stats"})
+                replies = await self.ask_all({"op": "stats"}, CLI_TIMEOUT)
                 return "".join(json.dumps(r.get("stats", r), separators=(",", ":")) + "\n" for r in replies)
-            return json.dumps(await self.cluster_stats(), separators=(",", ":")) + "\n"
+            return json.dumps(await self.cluster_stats(CLI_TIMEOUT), separators=(",", ":")) + "\n"
         if cmd == "reload":
             ok, why = await self.reload()
             return "Success=1\n" if ok else f"Success=0\n--\n{why}\n"
@@ -548,7 +551,7 @@ class Master:
             target, _, line = cmd[1:].partition(" ")
             if not target.isdigit():
                 return f"Can't find the target PID matching the prefix '@{target}'\n"
-            reply = await self.ask(int(target), {"op": "command", "line": line.strip()})
+            reply = await self.ask(int(target), {"op": "command", "line": line.strip()}, CLI_TIMEOUT)
             if "text" in reply:
                 return reply["text"]
             return f"worker {target}: {reply.get('error', 'no answer')}\n"
@@ -606,9 +609,11 @@ class Master:
         """
         return list(await asyncio.gather(*(self.ask(w.number, request, timeout) for w in self.current())))
 
-    async def cluster_stats(self) -> dict:
-        """Every current worker's counters, summed (splicer.stats.merge_stats)."""
-        replies = await self.ask_all({"op": "stats"})
+    async def cluster_stats(self, timeout: float = 2.0) -> dict:
+        """Every current worker's counters, summed (splicer.stats.merge_stats); a worker
+        that does not answer within `timeout` seconds is left out (its number is missing
+        from the "worker" list)."""
+        replies = await self.ask_all({"op": "stats"}, timeout)
         return merge_stats([r["stats"] for r in replies if "stats" in r])
 
     async def cluster_command(self, line: str) -> str:

@@ -257,7 +257,6 @@ def test_daemon_mode_detaches_and_serves(farm, tmp_path):
     assert p.returncode == 0  # the command returned; the master runs on, detached
     pid = int(wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), 30, "the pid file"))
     try:
-        assert pid != p.pid if hasattr(p, "pid") else True
         assert os.getsid(pid) == pid  # its own session: no controlling terminal of ours
         wait_port(port)
         wait_for(lambda: " serving on CPUs " in (tmp_path / "d.log").read_text(), 30, "a worker serving")
