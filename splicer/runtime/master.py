@@ -201,11 +201,16 @@ GC_THRESHOLD = 50_000
 CPU per 1 KiB request)."""
 
 
-def bind_key(b: Bind) -> tuple[str, int]:
+def bind_key(b: Bind) -> tuple:
     """What makes two `bind` lines the same listening socket across a reload: the address
-    (all addresses written '' or '*') and the port."""
-    host = "" if b.host in ("", "*", "0.0.0.0") else b.host.strip("[]")
-    return host, b.port
+    they listen on (listener.bind_address: '*', '' and 0.0.0.0 alike, a name resolved), or
+    the line as written when its name does not resolve (it then fails to bind)."""
+    from splicer.runtime.listener import bind_address
+
+    try:
+        return bind_address(b)
+    except OSError:
+        return b.host, b.port
 
 
 @dataclass

@@ -144,6 +144,17 @@ def test_reload_opens_new_binds_and_closes_removed_ones(start_splicer, farm):
     wait_for(refused, 30, f"port {extra} to be closed")
 
 
+def test_reload_keeps_a_listener_written_another_way(start_splicer, farm):
+    """`bind localhost:P` after `bind 127.0.0.1:P`: the same socket is kept (a new one could
+    not bind while the old is open)."""
+    port = free_port()
+    base = http_config(port, [(o.name, o.port) for o in farm])
+    sp = start_splicer(base, [port])
+    sp.cfg_path.write_text(base.replace(f"bind 127.0.0.1:{port}", f"bind localhost:{port}"))
+    assert sp.cli("reload", timeout=60) == "Success=1\n\n"
+    get_ok(port)
+
+
 def test_download_in_flight_during_a_reload_completes_byte_exact(start_splicer, farm, www):
     """1 GiB through the old worker while a new generation takes over the listener."""
     port = free_port()
