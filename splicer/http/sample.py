@@ -239,6 +239,12 @@ class Fetch:
         userlist: the userlist an ``http_auth*(<userlist>)`` fetch reads ("" for others):
             the runtime checks the credentials against it before the rules run, and
             config/resolve.py checks that it exists.
+        reads: in an http-request rule, what its samples are a pure function of besides
+            the request head's bytes (request_reads()): () the head alone, or some of
+            "src", "src_port", "dst", "dst_port" (the connection's addresses); None when
+            it reads anything else (server state, variables, credential verdicts, the
+            response): what a routing decision may be remembered by
+            (runtime/decisions.py).
     """
 
     expr: str
@@ -251,6 +257,7 @@ class Fetch:
     key: tuple = ()
     source: tuple = ()
     userlist: str = ""
+    reads: tuple | None = None
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -596,6 +603,33 @@ _VIEW_SOURCES = {
     "url": "line", "method": "line", "req.ver": "line", "req_ver": "line",
     "src": "src", "dst": "dst", "src_port": "src_port", "dst_port": "dst_port",
 }
+_HEAD_FETCHES = frozenset({
+    "hdr", "req.hdr", "req.fhdr", "hdr_cnt", "req.hdr_cnt", "req.fhdr_cnt", "hdr_val", "req.hdr_val",
+    "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_cnt", "cook_cnt", "req.cook_val", "cook_val",
+    "url_param", "urlp", "urlp_val", "path", "query", "url", "method", "req.ver", "req_ver",
+    "http_auth_type", "http_auth_user", "http_auth_pass", "str", "int", "bool", "always_true",
+    "always_false", "req.proto_http", "req.body_announced"})
+"""Fetches whose samples in an http-request rule are a pure function of the request head's
+bytes (its line, its fields, the body its framing announces) and of their arguments: the
+converters after them are pure too (a map is read once, at load)."""
+
+_ADDRESS_FETCHES = frozenset({"src", "src_port", "dst", "dst_port"})
+
+
+def request_reads(name: str) -> tuple | None:
+    """What the samples of fetch `name` in an http-request rule are a pure function of
+    besides the request head: () for the head alone (_HEAD_FETCHES), (name,) for an
+    address of the connection (``src``, ``src_port``, ``dst``, ``dst_port``), None for
+    any other fetch (``nbsrv``: server state; ``var``: variables; ``http_auth``,
+    ``http_auth_group``: verdicts of the runtime; ``status``, ``res.hdr``: the response;
+    and every fetch not listed, so that a new one is never remembered by mistake)."""
+    if name in _HEAD_FETCHES:
+        return ()
+    if name in _ADDRESS_FETCHES:
+        return (name,)
+    return None
+
+
 _FIELD_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr", "hdr_cnt", "req.hdr_cnt", "req.fhdr_cnt",
                             "hdr_val", "req.hdr_val", "hdr_ip", "req.hdr_ip"})
 _COOKIE_FETCHES = frozenset({"req.cook", "cook", "req.cook_cnt", "cook_cnt", "req.cook_val", "cook_val"})
@@ -972,7 +1006,8 @@ def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     convs = tuple(s.strip() for s in steps[1:])
     key = (name, tuple(a.strip() for a in args), convs, base_dir if convs else "")
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args), userlist)
+                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args), userlist,
+                 request_reads(name))
 
 
 _HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
@@ -1073,4 +1108,4 @@ def _chain(fetch: Callable, conv: Callable) -> Callable:
 def internal_fetch(name: str) -> Fetch:
     """A fetch that only predefined ACLs use (``req.body_announced`` for REQ_CONTENT)."""
     kind, fn = FETCHES[name](name, [])
-    return Fetch(name, kind, _DEFAULT_METHOD[kind], False, fn)
+    return Fetch(name, kind, _DEFAULT_METHOD[kind], False, fn, reads=request_reads(name))

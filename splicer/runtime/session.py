@@ -70,7 +70,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars")
+                 "rewritten", "sess_vars", "_memo_addr")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -95,6 +95,7 @@ class HttpSession:
         self.rewritten = False               # the rules changed the request's method or fields
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
+        self._memo_addr = None               # the address part of its decisions' memo keys (memo_address)
 
     @property
     def client_ip(self) -> str:
@@ -415,6 +416,20 @@ class HttpSession:
         (parse_request's memoized heads are never changed)."""
         fe = self.fe
         sw = fe.switching
+        memo = sw.memo if view is None else None  # (a view built already holds credential verdicts)
+        if memo is not None:
+            # the decision of a head seen before (runtime/decisions.py): no view, no rule runs
+            key = raw if not memo.reads else (raw, self.memo_address(memo.reads))
+            hit = memo.get(key)
+            if hit is not None:
+                d, self.be, route = hit
+                self.route, self.t_server = route, route.t_server
+                self.rules_in = ()
+                self.rewritten = False
+                # what reads a view later: a local answer's formats, the response rules
+                self.view = (self.request_view(req, raw) if d.rule is not None or route.response_rules
+                             else None)
+                return d, req
         if view is None:
             view = self.request_view(req, raw)
         d = sw.choose(view)
@@ -429,7 +444,20 @@ class HttpSession:
             self.be, route = fe.backend, fe.route
         self.route, self.t_server = route, route.t_server
         self.rules_in = ()  # the header rules ran in choose(), in order with the others
+        if memo is not None and not self.rewritten and view.target is req.target:
+            memo.put(key, len(raw), (d, self.be, route))
         return d, req
+
+    def memo_address(self, reads: tuple) -> tuple:
+        """The values of the connection's address parts `reads` (decisions.ADDRESS_PARTS
+        names, in that order) that a remembered decision is keyed by besides the head;
+        the same for every request of the session, so built once."""
+        got = self._memo_addr
+        if got is None:
+            of = {"src": lambda: self.client_ip, "src_port": lambda: self.client_port,
+                  "dst": lambda: self.local_ip, "dst_port": lambda: self.local_port}
+            got = self._memo_addr = tuple(of[p]() for p in reads)
+        return got
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
         """Answer a request without a server: the http-request rule d.rule (deny, return,
