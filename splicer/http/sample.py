@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from splicer.http.framing import BodyKind
 from splicer.http.normalize import canonical_host, rule_path
 from splicer.http.userlist import auth_scheme, basic_credentials
 
@@ -196,6 +197,32 @@ class RequestView:
         if self._dst_ip is None:
             self._dst_ip = _address(self.dst) or False
         return self._dst_ip or None
+
+
+def request_view_of(req, raw: bytes, src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
+                    nbsrv: Callable[[str], int] | None = None, vars=None) -> RequestView:
+    """The RequestView that http-request rules read for the request `req`
+    (h1.RequestHead) whose head's bytes are `raw`: a function of `raw` (parse_request
+    gives the same `req` for the same bytes) and of the other arguments alone.
+
+    Args:
+        req: the parsed head; raw: its bytes (the target as sent is read off its request
+            line when parse_request turned an absolute-form target into origin-form).
+        src, src_port, dst, dst_port, nbsrv, vars: as RequestView's.
+    """
+    kind = req.framing.kind
+    body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
+    m = len(req.method)
+    if raw[m + 1:m + 2] == b"/":
+        url = req.target  # origin-form: parse_request keeps it as sent
+    else:
+        start = 0
+        while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
+            start += 2
+        first = raw[start:raw.find(b"\r\n", start)].split(b" ")
+        url = first[1] if len(first) == 3 else req.target
+    return RequestView(req.method, url, req.target, req.version, req.headers, src, src_port, dst, dst_port,
+                       body, nbsrv, vars=vars)
 
 
 _EMPTY: list = []  # shared, never changed

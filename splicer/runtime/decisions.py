@@ -26,7 +26,7 @@ failed probe and one insertion each and never grow it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Mapping
+from typing import Callable, Mapping
 
 from splicer.config.model import Backend, Frontend
 from splicer.http.acl import condition_reads
@@ -101,6 +101,16 @@ class DecisionMemo:
         self.max_head = max_head
         self._d: OrderedDict = OrderedDict()
         self.hits = self.misses = 0
+
+    def address(self, value_of: Callable[[str], object]) -> tuple:
+        """The address part of a connection's keys: value_of(part) for each part of
+        `reads`, in order (the same for every request of the connection: built once)."""
+        return tuple(value_of(p) for p in self.reads)
+
+    def key(self, head: bytes, address: tuple):
+        """The key of a request whose head's bytes are `head`, on a connection whose
+        address part (address()) is `address`: every input of its decision."""
+        return (head, address) if self.reads else head
 
     def get(self, key):
         """What was kept for `key`, or None; a hit becomes the most recently used."""
