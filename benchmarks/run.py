@@ -470,9 +470,12 @@ def parse_wrk(out: str) -> dict:
     return r
 
 
-def run_wrk(port: int, path: str, conns: int, duration: int, close: bool = False) -> dict:
+def run_wrk(port: int, path: str, conns: int, duration: int, close: bool = False,
+            script: str | None = None) -> dict:
+    """One wrk run against HOST:port (`script`: a wrk Lua script file shaping the requests)."""
     cmd = ["taskset", "-c", str(CPU_CLIENT), "wrk", "-t1", f"-c{conns}", f"-d{duration}s", "--timeout", "5s",
-           "--latency"] + (["-H", "Connection: close"] if close else []) + [f"http://{HOST}:{port}{path}"]
+           "--latency"] + (["-H", "Connection: close"] if close else []) + (["-s", script] if script else []) \
+        + [f"http://{HOST}:{port}{path}"]
     try:
         p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=duration + 30)
     except subprocess.TimeoutExpired:

@@ -856,6 +856,34 @@ def any_of(conds: Sequence) -> AnyOf:
     return AnyOf(tuple(tests), " || ".join(texts))
 
 
+def condition_reads(cond) -> frozenset | None:
+    """What a bound condition of an http-request rule is a pure function of besides the
+    request head's bytes: the union of its fetches' Fetch.reads (a frozenset of "src",
+    "src_port", "dst", "dst_port"; empty: the head alone), or None when some fetch reads
+    anything else, or the condition is not a Condition whose ACLs are bound (an AnyOf, a
+    name left unbound: what it reads cannot be told). None (no condition) reads nothing.
+    runtime/decisions.py remembers a frontend's decisions by these parts."""
+    if cond is None:
+        return frozenset()
+    if type(cond) is not Condition:
+        return None
+    out: set = set()
+    for term in cond.terms:
+        for _neg, ref in term:
+            if isinstance(ref, AclExpr):
+                exprs = (ref,)
+            elif isinstance(ref, Acl):
+                exprs = ref.exprs
+            else:
+                return None
+            for e in exprs:
+                reads = e.fetch.reads
+                if reads is None:
+                    return None
+                out.update(reads)
+    return frozenset(out)
+
+
 def parse_condition(words: Sequence[str], base_dir: str = "", file: str = "", line: int = 0) -> Condition:
     """Read ``if|unless <condition>`` (the keyword included).
 

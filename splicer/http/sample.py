@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from splicer.http.framing import BodyKind
 from splicer.http.normalize import canonical_host, rule_path
 from splicer.http.userlist import auth_scheme, basic_credentials
 
@@ -198,6 +199,32 @@ class RequestView:
         return self._dst_ip or None
 
 
+def request_view_of(req, raw: bytes, src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
+                    nbsrv: Callable[[str], int] | None = None, vars=None) -> RequestView:
+    """The RequestView that http-request rules read for the request `req`
+    (h1.RequestHead) whose head's bytes are `raw`: a function of `raw` (parse_request
+    gives the same `req` for the same bytes) and of the other arguments alone.
+
+    Args:
+        req: the parsed head; raw: its bytes (the target as sent is read off its request
+            line when parse_request turned an absolute-form target into origin-form).
+        src, src_port, dst, dst_port, nbsrv, vars: as RequestView's.
+    """
+    kind = req.framing.kind
+    body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
+    m = len(req.method)
+    if raw[m + 1:m + 2] == b"/":
+        url = req.target  # origin-form: parse_request keeps it as sent
+    else:
+        start = 0
+        while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
+            start += 2
+        first = raw[start:raw.find(b"\r\n", start)].split(b" ")
+        url = first[1] if len(first) == 3 else req.target
+    return RequestView(req.method, url, req.target, req.version, req.headers, src, src_port, dst, dst_port,
+                       body, nbsrv, vars=vars)
+
+
 _EMPTY: list = []  # shared, never changed
 
 
@@ -239,6 +266,12 @@ class Fetch:
         userlist: the userlist an ``http_auth*(<userlist>)`` fetch reads ("" for others):
             the runtime checks the credentials against it before the rules run, and
             config/resolve.py checks that it exists.
+        reads: in an http-request rule, what its samples are a pure function of besides
+            the request head's bytes (request_reads()): () the head alone, or some of
+            "src", "src_port", "dst", "dst_port" (the connection's addresses); None when
+            it reads anything else (server state, variables, credential verdicts, the
+            response): what a routing decision may be remembered by
+            (runtime/decisions.py).
     """
 
     expr: str
@@ -251,6 +284,7 @@ class Fetch:
     key: tuple = ()
     source: tuple = ()
     userlist: str = ""
+    reads: tuple | None = None
 
     def __call__(self, view: RequestView) -> list:
         return self.fn(view)
@@ -596,6 +630,33 @@ _VIEW_SOURCES = {
     "url": "line", "method": "line", "req.ver": "line", "req_ver": "line",
     "src": "src", "dst": "dst", "src_port": "src_port", "dst_port": "dst_port",
 }
+_HEAD_FETCHES = frozenset({
+    "hdr", "req.hdr", "req.fhdr", "hdr_cnt", "req.hdr_cnt", "req.fhdr_cnt", "hdr_val", "req.hdr_val",
+    "hdr_ip", "req.hdr_ip", "req.cook", "cook", "req.cook_cnt", "cook_cnt", "req.cook_val", "cook_val",
+    "url_param", "urlp", "urlp_val", "path", "query", "url", "method", "req.ver", "req_ver",
+    "http_auth_type", "http_auth_user", "http_auth_pass", "str", "int", "bool", "always_true",
+    "always_false", "req.proto_http", "req.body_announced"})
+"""Fetches whose samples in an http-request rule are a pure function of the request head's
+bytes (its line, its fields, the body its framing announces) and of their arguments: the
+converters after them are pure too (a map is read once, at load)."""
+
+_ADDRESS_FETCHES = frozenset({"src", "src_port", "dst", "dst_port"})
+
+
+def request_reads(name: str) -> tuple | None:
+    """What the samples of fetch `name` in an http-request rule are a pure function of
+    besides the request head: () for the head alone (_HEAD_FETCHES), (name,) for an
+    address of the connection (``src``, ``src_port``, ``dst``, ``dst_port``), None for
+    any other fetch (``nbsrv``: server state; ``var``: variables; ``http_auth``,
+    ``http_auth_group``: verdicts of the runtime; ``status``, ``res.hdr``: the response;
+    and every fetch not listed, so that a new one is never remembered by mistake)."""
+    if name in _HEAD_FETCHES:
+        return ()
+    if name in _ADDRESS_FETCHES:
+        return (name,)
+    return None
+
+
 _FIELD_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr", "hdr_cnt", "req.hdr_cnt", "req.fhdr_cnt",
                             "hdr_val", "req.hdr_val", "hdr_ip", "req.hdr_ip"})
 _COOKIE_FETCHES = frozenset({"req.cook", "cook", "req.cook_cnt", "cook_cnt", "req.cook_val", "cook_val"})
@@ -972,7 +1033,8 @@ def parse_fetch(expr: str, base_dir: str = "") -> Fetch:
     convs = tuple(s.strip() for s in steps[1:])
     key = (name, tuple(a.strip() for a in args), convs, base_dir if convs else "")
     return Fetch(expr, kind, method or _DEFAULT_METHOD[kind], derivative and len(steps) == 1, fn,
-                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args), userlist)
+                 name in _LAST_OCCURRENCE, acl_fn, key, source_of(name, args), userlist,
+                 request_reads(name))
 
 
 _HOST_FETCHES = frozenset({"hdr", "req.hdr", "req.fhdr"})
@@ -1073,4 +1135,4 @@ def _chain(fetch: Callable, conv: Callable) -> Callable:
 def internal_fetch(name: str) -> Fetch:
     """A fetch that only predefined ACLs use (``req.body_announced`` for REQ_CONTENT)."""
     kind, fn = FETCHES[name](name, [])
-    return Fetch(name, kind, _DEFAULT_METHOD[kind], False, fn)
+    return Fetch(name, kind, _DEFAULT_METHOD[kind], False, fn, reads=request_reads(name))

@@ -31,6 +31,7 @@ from splicer.http.rewrite import RewriteRule
 from splicer.http.rules import HeaderRule
 from splicer.http.sample import name_renderer
 from splicer.http.variables import VarRule
+from splicer.runtime.decisions import DecisionMemo, decision_reads
 from splicer.runtime.transfer import SplicePolicy
 
 DEFAULT_SPLICE = SplicePolicy.AUTO
@@ -179,6 +180,10 @@ class Switching:
             ``%b`` give in the rules' formats).
         fe_edits: some rule of fe_rules edits the message (its formats then read a
             logformat.StreamInfo, built per request only then).
+        memo: the decisions remembered by the request parts they read
+            (runtime/decisions.py), or None when they may not be (some rule edits the
+            request or reads more than its head and addresses): the session asks it
+            before calling choose(), and keeps choose()'s answer in it.
     """
 
     fe_rules: tuple
@@ -188,6 +193,7 @@ class Switching:
     strict: bool = True
     frontend: str = ""
     fe_edits: bool = True
+    memo: DecisionMemo | None = field(default=None, compare=False)
     _forwards: dict = field(default_factory=dict, compare=False, repr=False)
 
     def choose(self, view) -> Decision:
@@ -264,11 +270,13 @@ def switching_of(fe: Frontend, backends: Mapping[str, Backend]) -> Switching | N
     if not fe.use_backend and not any(_decides(tuple(r)) for r in rules):
         return None
     fe_rules = merge_runs(tuple(fe.http_request))
+    reads = decision_reads(fe, backends, names)
     return Switching(fe_rules,
                      tuple((r.cond, r.backend if r.dynamic is None else name_renderer(r.dynamic))
                            for r in fe.use_backend),
                      fe.default_backend, MappingProxyType(be_rules), not fe.accept_invalid_http_request,
-                     fe.name, any(getattr(r, "edit", None) is not None for r in fe_rules))
+                     fe.name, any(getattr(r, "edit", None) is not None for r in fe_rules),
+                     None if reads is None else DecisionMemo(reads))
 
 
 def backend_names(fe: Frontend, backends: Mapping[str, Backend]) -> list[str]:

@@ -35,7 +35,7 @@ from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError, head_complete, parse_request
 from splicer.http.logformat import Message, StreamInfo
 from splicer.http.normalize import ambiguity
-from splicer.http.sample import RequestView
+from splicer.http.sample import RequestView, request_view_of
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
@@ -70,7 +70,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars")
+                 "rewritten", "sess_vars", "_memo_addr")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -95,6 +95,7 @@ class HttpSession:
         self.rewritten = False               # the rules changed the request's method or fields
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
+        self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
 
     @property
     def client_ip(self) -> str:
@@ -381,23 +382,10 @@ class HttpSession:
 
     def request_view(self, req, raw: bytes) -> RequestView:
         """The sample.RequestView that rule conditions read for the request `req` read as `raw`."""
-        fr = req.framing
-        kind = fr.kind
-        body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and fr.length > 0)
-        m = len(req.method)
-        if raw[m + 1:m + 2] == b"/":
-            url = req.target  # origin-form: parse_request keeps it as sent
-        else:
-            start = 0
-            while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
-                start += 2
-            first = raw[start:raw.find(b"\r\n", start)].split(b" ")
-            url = first[1] if len(first) == 3 else req.target
         if self.sess_vars is None:
             self.sess_vars = {}
-        return RequestView(req.method, url, req.target, req.version, req.headers, self.client_ip,
-                           self.client_port, self.local_ip, self.local_port, body, self.fe.proxy.nbsrv,
-                           vars=Vars(self.sess_vars, self.fe.proxy.proc_vars))
+        return request_view_of(req, raw, self.client_ip, self.client_port, self.local_ip, self.local_port,
+                               self.fe.proxy.nbsrv, Vars(self.sess_vars, self.fe.proxy.proc_vars))
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
         """The rest of _on_head for a request whose credentials need a hash verified first
@@ -418,9 +406,32 @@ class HttpSession:
         filled in, runtime/auth.py). Returns the decision and the request to forward: a
         copy with the target, method and fields the rules left, or `req` itself when they
         left it as it was
-        (parse_request's memoized heads are never changed)."""
+        (parse_request's memoized heads are never changed).
+
+        When the frontend's decisions may be remembered (Switching.memo, runtime/decisions.py)
+        and `view` is None, a head seen before on a connection with the same address parts
+        gets its remembered decision: no view is built (unless a local answer or the
+        backend's http-response rules read one later) and no rule runs; a new one is
+        decided as above and remembered."""
         fe = self.fe
         sw = fe.switching
+        memo = sw.memo if view is None else None  # (a view built already holds credential verdicts)
+        if memo is not None:
+            # the decision of a head seen before (runtime/decisions.py): no view, no rule runs
+            addr = self._memo_addr
+            if addr is None:
+                addr = self._memo_addr = memo.address(self._address_part)
+            key = memo.key(raw, addr)
+            hit = memo.get(key)
+            if hit is not None:
+                d, self.be, route = hit
+                self.route, self.t_server = route, route.t_server
+                self.rules_in = ()
+                self.rewritten = False
+                # what reads a view later: a local answer's formats, the response rules
+                self.view = (self.request_view(req, raw) if d.rule is not None or route.response_rules
+                             else None)
+                return d, req
         if view is None:
             view = self.request_view(req, raw)
         d = sw.choose(view)
@@ -435,7 +446,21 @@ class HttpSession:
             self.be, route = fe.backend, fe.route
         self.route, self.t_server = route, route.t_server
         self.rules_in = ()  # the header rules ran in choose(), in order with the others
+        if memo is not None and not self.rewritten and view.target is req.target:
+            memo.put(key, len(raw), (d, self.be, route))
         return d, req
+
+    def _address_part(self, part: str):
+        """The value of the connection's address part `part` (decisions.ADDRESS_PARTS)."""
+        if part == "src":
+            return self.client_ip
+        if part == "src_port":
+            return self.client_port
+        if part == "dst":
+            return self.local_ip
+        if part == "dst_port":
+            return self.local_port
+        raise ValueError(f"no address part {part!r}")
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
         """Answer a request without a server: the http-request rule d.rule (deny, return,
