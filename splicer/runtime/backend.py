@@ -48,7 +48,7 @@ from splicer.http.termination import Cause
 from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
 from splicer.runtime.pool import IdlePool, reuse_floor
-from splicer.stats import Counters
+from splicer.stats import Availability, Counters
 
 log = logging.getLogger("splicer")
 
@@ -61,6 +61,10 @@ class Server:
         health: its check and observe state (health/probes.py ServerHealth), None when it
             has no `check`.
         leases: the connections to it lent to streams now (Backend.acquire .. release).
+        admin: its administrative flags, haproxy's SRV_ADMF_*: "MAINT" (maintenance: out of
+            the balancer, checks ignored) and/or "DRAIN" (no new traffic); `disabled` in
+            the configuration starts it with "MAINT". The runtime API sets and clears them.
+        avail: its UP/DOWN history (stats.Availability: lastchg, downtime, chkdown).
     """
 
     model: ServerModel
@@ -70,6 +74,8 @@ class Server:
     counters: Counters = field(default_factory=Counters)
     health: object = None
     leases: set = field(default_factory=set)
+    admin: set = field(default_factory=set)
+    avail: Availability = field(default_factory=Availability)
 
     def observe(self, event: Event) -> None:
         """Report what the traffic to this server showed (haproxy health_adjust(): nothing
@@ -157,9 +163,16 @@ class Backend:
         """Some server has `observe layer7` (and `check`): every response head is judged."""
         self.balancer = make_balancer(model)
         self._key_fn = key_function(model.balance_args, model.hash_type)
+        now = loop.time()
         for s in self.servers:
             if s.model.disabled:
+                s.admin.add("MAINT")
                 self.balancer.set_up(s.index, False)
+            s.avail = Availability(not s.model.disabled, now)
+        self.avail = Availability(bool(self.balancer.group()), now)
+        """The backend's UP/DOWN history: DOWN while no server is usable (haproxy)."""
+        self.qmax = 0
+        """The most requests its queue held at once (haproxy qmax)."""
         self.counters = Counters()
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
@@ -270,6 +283,8 @@ class Backend:
                         deadline = self.loop.time() + self.queue_timeout
                     entry = [None]
                     self._queue.append(entry)
+                    if len(self._queue) > self.qmax:
+                        self.qmax = len(self._queue)
                 else:
                     self._wake_queue(after=entry)  # woken for nothing: the next one may fit
                 fut = entry[0] = self.loop.create_future()
@@ -475,7 +490,8 @@ class Backend:
         streams of a server going DOWN; `shutdown-backup-sessions` ends the streams of
         every backup server when this one is active and has a weight above 0."""
         m = self.servers[i].model
-        self.balancer.set_up(i, up and not m.disabled, self.loop.time())
+        self.balancer.set_up(i, up and "MAINT" not in self.servers[i].admin, self.loop.time())
+        self.note_availability()
         if not up and m.on_marked_down == "shutdown-sessions":
             n = self.shutdown_streams(i, Cause.DOWN)
             if n:
@@ -489,6 +505,16 @@ class Backend:
                             self.name, m.name, n)
         if up:
             self._wake_queue()
+
+    def note_availability(self) -> None:
+        """Bring every server's and the backend's UP/DOWN history (Availability) up to date
+        with the balancer's state now: called on each health transition, and before the
+        stats are read (so a change made elsewhere, the runtime API's, is seen too)."""
+        now = self.loop.time()
+        up = self.balancer.up
+        for s in self.servers:
+            s.avail.note(up[s.index], now)
+        self.avail.note(bool(self.balancer.group()), now)
 
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the
