@@ -90,10 +90,14 @@ PER_WORKER = frozenset({
     "check_duration", "check_desc", "last_chk", "check_rise", "check_fall", "check_health",
     "lastchg", "downtime", "chkfail", "chkdown", "slim", "qlimit", "rate_lim", "throttle",
     "addr", "mode", "algo", "cookie", "admin", "checked", "sid", "iid", "lastsess",
+    "iweight", "rise", "fall", "agent_status",
 })
 """State, configuration and health fields (haproxy's typed natures S, C, D, A and a): each
 worker checks every server on its own, so these are not added up; the merged value is the
 first worker's (a string or list is never summed either)."""
+
+STATE_FIELDS = PER_WORKER
+"""The name the master branch gave PER_WORKER."""
 
 
 class Availability:
@@ -174,7 +178,7 @@ class Rate:
 
 
 def merge_stats(lines: list[dict]) -> dict:
-    """Sum the stats lines of several workers into one (numbers add up, dicts merge).
+    """Sum the stats lines of several workers into one: dicts merge key by key.
 
     Counters and gauges are summed; MAXIMA take the highest value; PER_WORKER fields
     (server status, weight, check results, lastchg, downtime, limits...) and every

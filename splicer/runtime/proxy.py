@@ -21,8 +21,14 @@ from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
+<<<<<<< HEAD
 from splicer.runtime import io, status
+=======
+from splicer.runtime import io
+from splicer.runtime import control
+>>>>>>> master
 from splicer.runtime.backend import Backend
+from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Phase, Termination
 from splicer.runtime.auth import Authenticator, userlists_of
@@ -31,7 +37,7 @@ from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
-from splicer.stats import Counters
+from splicer.stats import Counters, merge_stats
 
 log = logging.getLogger("splicer")
 
@@ -156,6 +162,10 @@ class FrontendRT:
         """A client connection of this frontend was closed: count it out, accept again."""
         self.active -= 1
         self.proxy.active -= 1
+        if self.proxy.stopping:
+            if self.proxy.active == 0:
+                self.proxy.stop()
+            return
         self.proxy.resume_if_room()
 
     async def _session(self, sock: socket.socket, peer=None) -> None:
@@ -221,11 +231,16 @@ class Proxy:
         listeners: {frontend name: listening sockets} (listener.open_listeners()).
         cpu: CPU to pin the engine thread to (-1: it inherits the worker's affinity).
         worker: this worker's number (from 1), shown in the stats line.
+        channel: this worker's end of its control channel to the master (runtime/channel.py),
+            served from serve(); None: a lone proxy without a master.
     """
 
     def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, listeners: dict[str, list[socket.socket]],
-                 cpu: int = -1, worker: int = 1) -> None:
+                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None) -> None:
         self.config = config
+        self._channel_sock = channel
+        self.channel: Channel | None = None
+        self.stopping = False
         self.listeners = listeners
         self.worker = worker
         self.loop = loop
@@ -302,12 +317,55 @@ class Proxy:
         sys.stderr.write("splicer-stats " + json.dumps(self.stats(), separators=(",", ":")) + "\n")
         sys.stderr.flush()
 
+    async def cluster_stats(self) -> dict:
+        """The counters of every worker of the current generation, summed
+        (splicer.stats.merge_stats), asked of the master over the control channel; a lone
+        proxy (no master) gives its own, in the same shape.
+
+        Raises:
+            TimeoutError, channel.ChannelClosed: the master did not answer.
+        """
+        if self.channel is None:
+            return merge_stats([self.stats()])
+        reply = await self.channel.ask({"op": "cluster-stats"}, timeout=5.0)
+        return reply["stats"]
+
+    async def cluster_command(self, line: str) -> str:
+        """Run the runtime API command `line` on every worker (through the master, which
+        sends each a "command" op, control.py) and return their combined answers; a lone
+        proxy runs it on itself.
+
+        Raises:
+            TimeoutError, channel.ChannelClosed: the master did not answer.
+        """
+        if self.channel is None:
+            return (await control.handle(self, {"op": "command", "line": line})).get("text", "")
+        reply = await self.channel.ask({"op": "cluster-command", "line": line}, timeout=5.0)
+        return reply.get("text", "")
+
+    def soft_stop(self) -> None:
+        """haproxy's soft stop: close the listeners (new connections go to the other workers,
+        or wait in the backlog for a new generation), finish the sessions in flight, and
+        return from serve() once the last one has ended."""
+        if self.stopping:
+            return
+        self.stopping = True
+        log.info("worker %d (pid %d): soft stop, %d connection(s) to finish", self.worker, os.getpid(), self.active)
+        for fe in self.frontends:
+            fe.close()
+        if self.active == 0:
+            self.stop()
+
     def stop(self) -> None:
         """Ask serve() to return."""
         self._stopped.set()
 
     async def serve(self) -> None:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
+        if self._channel_sock is not None:
+            self.channel = Channel(self._channel_sock, lambda req: control.handle(self, req),
+                                   name=f"worker {self.worker}")
+            await self.channel.start()
         for fe in self.frontends:
             fe.open(self.listeners[fe.name])
         # each checked server's health exists before the first request (observe feeds it)
@@ -337,6 +395,8 @@ class Proxy:
             for be in self.backends.values():
                 be.close()
             self.print_stats()
+            if self.channel is not None:
+                self.channel.close()
             self.auth.close()
             self.engine.close()
             self.pool.close()
