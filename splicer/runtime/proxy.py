@@ -21,12 +21,7 @@ from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
-<<<<<<< HEAD
-from splicer.runtime import io, status
-=======
-from splicer.runtime import io
-from splicer.runtime import control
->>>>>>> master
+from splicer.runtime import control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
