@@ -31,6 +31,7 @@ from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
 from splicer.http.rules import RuleError, parse_rule
 from splicer.http.sample import SampleError, parse_name_format
+from splicer.http.service import StatsAdmin
 from splicer.http.userlist import UserlistError, parse_group, parse_user
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend", "userlist")
@@ -1223,6 +1224,115 @@ def _sub_candidates(table: dict[str, Keyword], kind: str) -> list[str]:
     return valid or list(table)
 
 
+def _stats_flag(key: str, name: str) -> ParseFn:
+    """Parse function for a `stats <name>` flag without arguments: key `key` True, and
+    stats enabled (haproxy: any `stats` statement alone enables them)."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        _no_extra(f"stats {name}", args, 0)
+        ctx.set("stats_enable", True)
+        ctx.set(key, True)
+    return parse
+
+
+def _stats_word(key: str, name: str, what: str, optional: bool = False) -> ParseFn:
+    """Parse function for `stats <name> <word>` (or `[<word>]` when `optional`: key `key`
+    gets "" then); stats are enabled too."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        if not optional:
+            _need(args, 1, f"'stats {name}' expects {what}")
+        _no_extra(f"stats {name}", args, 1)
+        ctx.set("stats_enable", True)
+        ctx.set(key, args[0] if args else "")
+    return parse
+
+
+def _parse_stats_uri(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats uri <prefix>`: key `stats_uri`, bytes; it must start with `/`."""
+    _need(args, 1, "'stats uri' expects a URI prefix, e.g. /haproxy?stats")
+    _no_extra("stats uri", args, 1)
+    uri = args[0]
+    if not uri.startswith("/") or not uri.isascii() or any(c in uri for c in " \t\r\n\x00"):
+        raise ArgError(f"'stats uri': invalid prefix '{uri}' (an absolute path such as /haproxy?stats)")
+    ctx.set("stats_enable", True)
+    ctx.set("stats_uri", uri.encode("ascii"))
+
+
+def _parse_stats_refresh(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats refresh <delay>`: key `stats_refresh`, seconds (no unit: seconds)."""
+    _need(args, 1, "'stats refresh' expects a delay, e.g. 5s")
+    _no_extra("stats refresh", args, 1)
+    try:
+        delay = float(parse_seconds(args[0]))
+    except ValueError as exc:
+        raise ArgError(f"'stats refresh': {exc}") from None
+    ctx.set("stats_enable", True)
+    ctx.set("stats_refresh", delay)
+
+
+def _parse_stats_auth(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats auth <user>:<passwd>`: key `stats_auth` (accumulated), (user,
+    password) bytes."""
+    _need(args, 1, "'stats auth' expects <user>:<password>")
+    _no_extra("stats auth", args, 1)
+    user, sep, password = args[0].partition(":")
+    if not sep or not user:
+        raise ArgError(f"'stats auth': '{args[0]}' is not <user>:<password>")
+    ctx.set("stats_enable", True)
+    ctx.set("stats_auth", (user.encode("utf-8"), password.encode("utf-8")))
+
+
+def _parse_stats_admin(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats admin { if | unless } <cond>`: key `stats_admin` (accumulated), a
+    service.StatsAdmin whose condition resolve.py binds to the section's ACLs."""
+    if not args or args[0] not in ("if", "unless"):
+        raise ArgError("'stats admin' expects a condition: stats admin { if | unless } <cond>")
+    try:
+        cond = parse_condition(list(args), "", ctx.file, ctx.line)
+    except AclError as exc:
+        raise ArgError(f"'stats admin': {exc}") from None
+    ctx.set("stats_admin", StatsAdmin(cond, ctx.file, ctx.line))
+
+
+STATS: dict[str, Keyword] = {
+    "enable": Keyword("stats enable", PROXIES, _stats_flag("stats_enable", "enable"), doc_ref("stats enable")),
+    "uri": Keyword("stats uri", PROXIES, _parse_stats_uri, doc_ref("stats uri")),
+    "refresh": Keyword("stats refresh", PROXIES, _parse_stats_refresh, doc_ref("stats refresh")),
+    "auth": Keyword("stats auth", PROXIES, _parse_stats_auth, doc_ref("stats auth")),
+    "realm": Keyword("stats realm", PROXIES, _stats_word("stats_realm", "realm", "a realm"),
+                     doc_ref("stats realm")),
+    "admin": Keyword("stats admin", FRONT_ONLY | BACK_ONLY, _parse_stats_admin, doc_ref("stats admin")),
+    "show-legends": Keyword("stats show-legends", PROXIES, _stats_flag("stats_show_legends", "show-legends"),
+                            doc_ref("stats show-legends")),
+    "hide-version": Keyword("stats hide-version", PROXIES, _stats_flag("stats_hide_version", "hide-version"),
+                            doc_ref("stats hide-version")),
+    "show-version": Keyword("stats show-version", PROXIES, _stats_flag("stats_show_version", "show-version"),
+                            doc_ref("stats show-version")),
+    "show-node": Keyword("stats show-node", PROXIES, _stats_word("stats_show_node", "show-node", "a name", True),
+                         doc_ref("stats show-node")),
+    "show-desc": Keyword("stats show-desc", PROXIES, _stats_word("stats_show_desc", "show-desc", "a text", True),
+                         doc_ref("stats show-desc")),
+}
+"""The `stats` keywords of proxy sections (haproxy 4.2), each its own entry in the docs."""
+
+HAPROXY_STATS = frozenset({"scope", "http-request", "show-modules", "bind-process", "socket"})
+"""haproxy `stats` keywords of proxy sections splicer refuses with 'not supported'."""
+
+
+def _parse_stats(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats <keyword> ...` in a proxy section: dispatches to STATS after the
+    section check."""
+    _need(args, 1, "'stats' expects a keyword (" + ", ".join(STATS) + ")")
+    name = args[0]
+    keyword = STATS.get(name)
+    if keyword is None:
+        if name in HAPROXY_STATS:
+            raise ArgError(f"'stats {name}' is not supported")
+        raise ArgError(f"unknown keyword 'stats {name}' in {ctx.where}"
+                       + did_you_mean(name, _sub_candidates(STATS, ctx.kind)))
+    _check_section(keyword, ctx)
+    keyword.parse(ctx, args[1:])
+
+
 # --------------------------------------------------------------------------------------------
 # The registry.
 
@@ -1274,6 +1384,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("http-response", FRONT_ONLY | BACK_ONLY, _header_rule("response")),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
     _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
+    _kw("stats", PROXIES, _parse_stats, "stats enable"),
     # userlist
     _kw("user", USERLIST, _userlist_line("user"), "user (userlist)"),
     _kw("group", USERLIST, _userlist_line("group"), "group (userlist)"),
@@ -1311,4 +1422,4 @@ def keywords_for(kind: str) -> list[str]:
 
 def all_keywords() -> list[Keyword]:
     """Every documented keyword: top-level ones, then ``timeout X`` and ``option X``."""
-    return [*KEYWORDS, *TIMEOUTS.values(), *OPTIONS.values()]
+    return [*KEYWORDS, *TIMEOUTS.values(), *OPTIONS.values(), *STATS.values()]

@@ -36,10 +36,11 @@ from splicer.http.h1 import HeadError, head_complete, parse_request
 from splicer.http.logformat import Message, StreamInfo
 from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView
+from splicer.http.service import ServiceRule
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
-from splicer.runtime import heads, io
+from splicer.runtime import heads, io, services
 from splicer.runtime.route import Decision
 from splicer.runtime.stream import Stream, record_local, record_termination
 from splicer.runtime.transfer import Side
@@ -452,6 +453,8 @@ class HttpSession:
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
+        if isinstance(d.rule, ServiceRule):  # the stats page, the prometheus exporter
+            return await services.answer(self, req, raw, d.rule, be)
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
         keep = req.keep_alive and req.upgrade is None
         drain = 0

@@ -59,7 +59,7 @@ def test_keywords_for_a_section():
     assert keywords_for("backend") == [
         "acl", "balance", "cookie", "default-server", "errorfile", "force-persist", "hash-balance-factor",
         "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist", "log",
-        "mode", "no", "option", "retries", "retry-on", "server", "timeout", "use-server"]
+        "mode", "no", "option", "retries", "retry-on", "server", "stats", "timeout", "use-server"]
     assert keywords_for("global") == [
         "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
         "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]

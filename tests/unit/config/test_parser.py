@@ -136,7 +136,7 @@ def test_unnamed_and_named_defaults_are_accepted():
     ("listen lb", "sever s1 1.2.3.4:80",
      "unknown keyword 'sever' in listen 'lb'; did you mean 'server'?"),
     ("backend web", "http-request silent-drop",
-     "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
+     "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var, use-service)"),
     ("backend web", "stick-table type ip", "unknown keyword 'stick-table' in backend 'web'"),
 ])
 def test_unknown_keyword_suggests_a_keyword_of_that_section(section, line, message):
