@@ -41,6 +41,9 @@ class Global:
         maxpipes: max pipes in the pool; None = maxconn // 4 as haproxy computes it (`tune.maxpipes`).
         cpu_map: (worker number from 1, CPUs) pairs from `cpu-map`; a worker not listed runs
             on CPU (number - 1) modulo the CPUs it may use.
+        hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
+            reload) may take to finish its connections before it is stopped at once; None:
+            no bound (haproxy `hard-stop-after`).
     """
 
     maxconn: int = 4096
@@ -50,6 +53,7 @@ class Global:
     pipesize: int | None = None
     maxpipes: int | None = None
     cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    hard_stop_after: float | None = None
 
 
 @dataclass(frozen=True)

@@ -456,7 +456,7 @@ class HttpSession:
         if isinstance(d.rule, ServiceRule):  # the stats page, the prometheus exporter
             return await services.answer(self, req, raw, d.rule, be)
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
-        keep = req.keep_alive and req.upgrade is None
+        keep = req.keep_alive and req.upgrade is None and not fe.proxy.stopping
         drain = 0
         fr = req.framing
         if fr.kind is BodyKind.CHUNKED:
