@@ -80,10 +80,11 @@ _STATUS_CLASS = (None, "hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx
 NOT_SUMMED = frozenset({"pipe_size", "size"})
 """Per-pipe sizes: the merged value is the largest, not a sum."""
 
-MAXIMA = frozenset({"smax", "qmax", "rate_max", "req_rate_max", "conn_rate_max"})
-"""Highest values seen by one worker: the merged value is the highest of them (haproxy's
-typed output calls them nature 'M'; the workers' peaks need not have coincided, so their
-sum would overstate the cluster's)."""
+MAXIMA = frozenset()
+"""Highest values seen (smax, qmax, rate_max...) are summed like the gauges they bound:
+haproxy's typed output (nature 'M') says the cluster's maximum lies between the largest
+worker's and the sum; the sum is the one that stays above the summed current values (a
+page never shows a rate above its max)."""
 
 PER_WORKER = frozenset({
     "status", "weight", "uweight", "act", "bck", "backup", "check_status", "check_code",
@@ -180,7 +181,7 @@ class Rate:
 def merge_stats(lines: list[dict]) -> dict:
     """Sum the stats lines of several workers into one: dicts merge key by key.
 
-    Counters and gauges are summed; MAXIMA take the highest value; PER_WORKER fields
+    Counters, gauges and maxima are summed; PER_WORKER fields
     (server status, weight, check results, lastchg, downtime, limits...) and every
     non-number keep the first worker's value; NOT_SUMMED sizes take the largest.
 

@@ -82,9 +82,12 @@ def _pick(entry: dict, names) -> dict:
 
 
 def proxy_names(stats: dict) -> list[str]:
-    """The proxy names in the order rows are printed: frontends then backends, a `listen`
-    section's (both) once, where its frontend is."""
-    return list(dict.fromkeys([*stats.get("frontends", {}), *stats.get("backends", {})]))
+    """The proxy names in the order rows are printed: by proxy id (`iid`, the order of the
+    sections in the configuration), a `listen` section's name once."""
+    fes, bes = stats.get("frontends", {}), stats.get("backends", {})
+    names = list(dict.fromkeys([*fes, *bes]))
+    ids = {n: (fes.get(n) or bes.get(n) or {}).get("iid") or 0 for n in names}
+    return sorted(names, key=lambda n: ids[n])
 
 
 def rows(stats: dict) -> list[dict]:

@@ -190,13 +190,13 @@ def _table(name: str, fe: dict | None, be: dict | None, info: PageInfo) -> str:
 
 
 _STYLE = """
-body { font-family: arial, helvetica, sans-serif; font-size: 12px; background: #fff; color: #000; }
+body { font-family: arial, helvetica, sans-serif; font-size: 11px; background: #fff; color: #000; }
 h1 { font-size: 20px; margin: 0 0 4px 0; } h2 { font-size: 14px; margin: 4px 0 10px 0; color: #333; }
 table.proxy { border-collapse: collapse; margin-bottom: 14px; }
 table.proxy caption { text-align: left; font-weight: bold; font-size: 14px; background: #20a0ff;
   color: #fff; padding: 2px 6px; }
-table.proxy th { background: #ddd; border: 1px solid #999; padding: 1px 4px; font-weight: normal; }
-table.proxy td { border: 1px solid #bbb; padding: 1px 4px; text-align: right; white-space: nowrap; }
+table.proxy th { background: #ddd; border: 1px solid #999; padding: 1px 3px; font-weight: normal; }
+table.proxy td { border: 1px solid #bbb; padding: 1px 3px; text-align: right; white-space: nowrap; }
 table.proxy td.name { text-align: left; font-weight: bold; }
 tr.frontend, tr.backend { background: #e8e8d0; } tr.backend.down { background: #ff9090; }
 tr.active_up { background: #c0ffc0; } tr.backup_up { background: #b0d0ff; }
@@ -204,7 +204,7 @@ tr.active_going_down, tr.backup_going_down { background: #ffffa0; }
 tr.active_going_up, tr.backup_going_up { background: #ffd020; }
 tr.active_down, tr.backup_down { background: #ff9090; } tr.maint { background: #c07820; }
 tr.draining { background: #20a0ff; } tr.active_nocheck, tr.backup_nocheck { background: #e0e0e0; }
-span.lastchk { color: #700; } div.msg { padding: 4px; margin: 6px 0; border: 1px solid #999; }
+span.lastchk { color: #700; display: block; white-space: normal; max-width: 18em; } div.msg { padding: 4px; margin: 6px 0; border: 1px solid #999; }
 div.msg.ok { background: #c0ffc0; } div.msg.warn { background: #ffffa0; } div.msg.err { background: #ff9090; }
 table.legend td { padding: 1px 6px; border: 1px solid #bbb; }
 """

@@ -14,10 +14,11 @@ the engine's and the loop's pipes.
 from __future__ import annotations
 
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-"""The Content-Type of the exposition (text format 0.0.4)."""
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""The Content-Type of the exposition: the text format 0.0.4, as haproxy's promex sends
+(generate_latest() writes it; every Prometheus reads it)."""
 
 SERVER_STATES = ("DOWN", "UP", "MAINT", "DRAIN", "NOLB")
 """haproxy_server_status's `state` values (promex_srv_st[])."""

@@ -291,13 +291,13 @@ class Proxy:
         p = self.pool.stats()
         e = self.engine.stats()
         now = self.loop.time()
+        ids = status.proxy_ids(self)
         return {
             "pid": os.getpid(),
             "worker": self.worker,
-            "frontends": {fe.name: status.frontend_stats(fe, self.rates, k + 1)
-                          for k, fe in enumerate(self.frontends)},
-            "backends": {be.name: status.backend_stats(be, now, self.rates, k + 1)
-                         for k, be in enumerate(self.backends.values())},
+            "frontends": {fe.name: status.frontend_stats(fe, self.rates, ids[fe.name]) for fe in self.frontends},
+            "backends": {be.name: status.backend_stats(be, now, self.rates, ids[be.name])
+                         for be in self.backends.values()},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,
                        "jobs_nopipe": e.jobs_nopipe, "timeouts": e.timeouts, "pipes_used": e.pipes_used,

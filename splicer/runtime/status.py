@@ -69,6 +69,15 @@ class RateSampler:
         self._timer = p.loop.call_at(now + SAMPLE_EVERY, self._tick)
 
 
+def proxy_ids(proxy) -> dict[str, int]:
+    """haproxy's proxy ids (the `iid` column): 1, 2... in the order the sections are written
+    in the configuration, a `listen` section's frontend and backend sharing one."""
+    lines = {fe.name: (fe.model.file, fe.model.line) for fe in proxy.frontends}
+    for be in proxy.backends.values():
+        lines.setdefault(be.name, (be.model.file, be.model.line))
+    return {name: k + 1 for k, name in enumerate(sorted(lines, key=lambda n: lines[n]))}
+
+
 def _rates(sampler: RateSampler | None, key: tuple) -> tuple[int, int]:
     if sampler is None:
         return 0, 0

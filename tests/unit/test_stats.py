@@ -49,7 +49,7 @@ def test_merge_sums_counters_keeps_state_of_first_worker():
     s = m["backends"]["b"]["servers"]["s"]
     assert (s["stot"], s["scur"]) == (3, 5)
     assert (s["status"], s["weight"], s["chkfail"], s["lastchg"], s["downtime"]) == ("UP 1/3", 3, 4, 7, 2)
-    assert (s["smax"], m["backends"]["b"]["qmax"]) == (9, 9)
+    assert (s["smax"], m["backends"]["b"]["qmax"]) == (14, 14)  # maxima: summed, as the gauges
     assert (s["backup"], s["admin"]) == (False, ["DRAIN"])
     assert m["backends"]["b"]["stot"] == 30
     assert (m["pid"], m["worker"]) == ([101, 102], [1, 2])
