@@ -302,10 +302,10 @@ def test_prometheus_exporter_sums_every_worker(start_splicer, farm):
     assert get(port, "/files/0")[0] == 200
 
 
-def test_stats_in_a_backend_section_and_tcp_sections_ignore_it(start_splicer, farm):
+def test_stats_in_a_backend_section(start_splicer, farm):
     """A `backend` section's stats answer the requests routed to it; a frontend's own
     requests elsewhere go on to its servers."""
-    port, sport = free_port(), free_port()
+    port = free_port()
     cfg = http_config(port, [("web1", farm[0].port)],
                       extra_frontend="    use_backend statsbe if { path_beg /admin }\n") + """
 backend statsbe
