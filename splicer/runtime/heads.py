@@ -39,7 +39,9 @@ def head_of(c: Completion) -> bytes:
         exc.partial = c.head or b""
         raise exc
     if c.end is JobEnd.TOO_LARGE:
-        raise io.HeadTooLarge("head larger than the limit", first_line=c.first_line)
+        exc = io.HeadTooLarge("head larger than the limit", first_line=c.first_line)
+        exc.partial = c.head or b""
+        raise exc
     return c.head or b""
 
 

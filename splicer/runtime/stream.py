@@ -113,6 +113,7 @@ class Stream:
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
+        session.stream = self
         self.fe = session.fe
         self.be = session.be
         self.loop = session.loop
