@@ -48,7 +48,7 @@ from splicer.http.termination import Cause
 from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
 from splicer.runtime.pool import IdlePool, reuse_floor
-from splicer.stats import Counters
+from splicer.stats import Availability, Counters
 
 log = logging.getLogger("splicer")
 
@@ -69,6 +69,7 @@ class Server:
         health_up: what its health says (True without `check`, or while checks are off).
         checking: its health checks run (`disable health` turns them off).
         last_change: when its state last changed (loop time, seconds).
+        avail: its UP/DOWN history (stats.Availability: lastchg, downtime, chkdown).
     """
 
     model: ServerModel
@@ -83,6 +84,7 @@ class Server:
     health_up: bool = True
     checking: bool = True
     last_change: float = 0.0
+    avail: Availability = field(default_factory=Availability)
 
     def observe(self, event: Event) -> None:
         """Report what the traffic to this server showed (haproxy health_adjust(): nothing
@@ -170,6 +172,7 @@ class Backend:
         """Some server has `observe layer7` (and `check`): every response head is judged."""
         self.balancer = make_balancer(model)
         self._key_fn = key_function(model.balance_args, model.hash_type)
+        now = loop.time()
         for s in self.servers:
             s.weight = s.model.weight
             s.checking = s.model.check
@@ -177,6 +180,11 @@ class Backend:
             if s.model.disabled:
                 s.admin.add("MAINT")
                 self.balancer.set_up(s.index, False)
+            s.avail = Availability(not s.model.disabled, now)
+        self.avail = Availability(bool(self.balancer.group()), now)
+        """The backend's UP/DOWN history: DOWN while no server is usable (haproxy)."""
+        self.qmax = 0
+        """The most requests its queue held at once (haproxy qmax)."""
         self.counters = Counters()
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
@@ -287,6 +295,8 @@ class Backend:
                         deadline = self.loop.time() + self.queue_timeout
                     entry = [None]
                     self._queue.append(entry)
+                    if len(self._queue) > self.qmax:
+                        self.qmax = len(self._queue)
                 else:
                     self._wake_queue(after=entry)  # woken for nothing: the next one may fit
                 fut = entry[0] = self.loop.create_future()
@@ -496,6 +506,7 @@ class Backend:
         srv.health_up = up
         srv.last_change = self.loop.time()
         self.balancer.set_up(i, up and "MAINT" not in srv.admin, self.loop.time())
+        self.note_availability()
         if not up and m.on_marked_down == "shutdown-sessions":
             n = self.shutdown_streams(i, Cause.DOWN)
             if n:
@@ -541,6 +552,7 @@ class Backend:
         srv.last_change = now
         self.balancer.set_weight(i, 0 if "DRAIN" in srv.admin else srv.weight)
         self.balancer.set_up(i, srv.health_up and "MAINT" not in srv.admin, now)
+        self.note_availability()
         if srv.health is not None:
             srv.health.wake()  # checks stop in maintenance, resume after it
         if "MAINT" not in srv.admin:
@@ -575,6 +587,16 @@ class Backend:
         up = True if not on else srv.health.state.up
         if up != srv.health_up:
             self.server_state(i, up)
+
+    def note_availability(self) -> None:
+        """Bring every server's and the backend's UP/DOWN history (Availability) up to date
+        with the balancer's state now: called on each health transition, and before the
+        stats are read (so a change made elsewhere, the runtime API's, is seen too)."""
+        now = self.loop.time()
+        up = self.balancer.up
+        for s in self.servers:
+            s.avail.note(up[s.index], now)
+        self.avail.note(bool(self.balancer.group()), now)
 
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the

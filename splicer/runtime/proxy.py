@@ -26,8 +26,7 @@ from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
-from splicer.runtime import io
-from splicer.runtime import command, control
+from splicer.runtime import command, control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
@@ -101,6 +100,7 @@ class FrontendRT:
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
+        self.smax = 0  # the most client connections open at once (haproxy smax)
         self.paused = False
 
     def open(self, listeners: list[socket.socket]) -> None:
@@ -147,6 +147,8 @@ class FrontendRT:
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.active += 1
+            if self.active > self.smax:
+                self.smax = self.active
             self.proxy.active += 1
             self.counters.stot += 1
             if self.http:
@@ -267,6 +269,7 @@ class Proxy:
         self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]
+        self.rates = status.RateSampler(self)  # rate/rate_max columns, sampled each second
         self._stopped = asyncio.Event()
         self.sessions: set = set()
         self.errors: deque = deque(maxlen=CAPTURES)
@@ -275,11 +278,11 @@ class Proxy:
         command.load_server_state_file(self)
         command.apply_changes(self, changes)
 
-    def capture_error(self, fe: FrontendRT, session, status: int, reason: str, data: bytes) -> None:
-        """Remember a request head refused with `status` (`show errors`)."""
+    def capture_error(self, fe: FrontendRT, session, code: int, reason: str, data: bytes) -> None:
+        """Remember a request head refused with status `code` (`show errors`)."""
         self.errors.append(ErrorCapture(time.time(), fe.name, self.frontends.index(fe) + 1,
                                         f"{session.client_ip}:{session.client_port}", self.error_events,
-                                        self.worker, status, reason, bytes(data[:self.config.global_.bufsize])))
+                                        self.worker, code, reason, bytes(data[:self.config.global_.bufsize])))
         self.error_events += 1
 
     def admin_context(self) -> dict:
@@ -316,18 +319,19 @@ class Proxy:
 
     def stats(self) -> dict:
         """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes,
-        and the password hashes verified (auth.verified) and verdicts cached."""
+        and the password hashes verified (auth.verified) and verdicts cached. Each
+        frontend, backend and server entry carries its state too (runtime/status.py:
+        status, check results, weight, lastchg, downtime, limits, rates)."""
         p = self.pool.stats()
         e = self.engine.stats()
+        now = self.loop.time()
         return {
             "pid": os.getpid(),
             "worker": self.worker,
-            "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
-            "backends": {
-                be.name: dict(be.counters.as_dict(), qcur=be.queued, servers={
-                    s.model.name: dict(s.counters.as_dict(), scur=be.balancer.active[s.index])
-                    for s in be.servers})
-                for be in self.backends.values()},
+            "frontends": {fe.name: status.frontend_stats(fe, self.rates, k + 1)
+                          for k, fe in enumerate(self.frontends)},
+            "backends": {be.name: status.backend_stats(be, now, self.rates, k + 1)
+                         for k, be in enumerate(self.backends.values())},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,
                        "jobs_nopipe": e.jobs_nopipe, "timeouts": e.timeouts, "pipes_used": e.pipes_used,
@@ -398,6 +402,7 @@ class Proxy:
         # each checked server's health exists before the first request (observe feeds it)
         checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
+        self.rates.start()
         self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
         self.loop.add_signal_handler(signal.SIGHUP, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
@@ -411,6 +416,7 @@ class Proxy:
         finally:
             for fe in self.frontends:
                 fe.close()
+            self.rates.stop()
             for t in checks:
                 t.cancel()
             for t in list(self.tasks):
