@@ -358,6 +358,18 @@ def _parse_pipesize(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("pipesize", size)
 
 
+def _parse_hard_stop_after(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``hard-stop-after <time>``: key ``hard_stop_after``, float seconds (default
+    unit ms); 0 means no bound, as when the keyword is absent."""
+    _need(args, 1, "'hard-stop-after' expects a time value (default unit: ms)")
+    _no_extra("hard-stop-after", args, 1)
+    try:
+        seconds = parse_time(args[0])
+    except ValueError as exc:
+        raise ArgError(f"'hard-stop-after': {exc}") from None
+    ctx.set("hard_stop_after", seconds or None)
+
+
 def _int_set(text: str, what: str) -> list[int]:
     """``N``, ``N-M`` or a comma list of them -> sorted distinct integers."""
     out: set[int] = set()
@@ -1314,6 +1326,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("tune.pipesize", GLOBAL, _parse_pipesize),
     _kw("maxpipes", GLOBAL, _int_keyword("maxpipes", "maxpipes", 1)),
     _kw("tune.maxpipes", GLOBAL, _int_keyword("maxpipes", "tune.maxpipes", 1), "maxpipes"),
+    _kw("hard-stop-after", GLOBAL, _parse_hard_stop_after),
     _kw("daemon", GLOBAL, _ignored("daemon", 0, 0), "ignored global keywords"),
     _kw("user", GLOBAL, _ignored("user", 1, 1, "a user name"), "ignored global keywords"),
     _kw("group", GLOBAL, _ignored("group", 1, 1, "a group name"), "ignored global keywords"),

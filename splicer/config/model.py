@@ -64,6 +64,9 @@ class Global:
         server_state_file: `server-state-file`: the file the backends with
             `load-server-state-from-file global` read their servers' states from at start
             (None: none).
+        hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
+            reload) may take to finish its connections before it is stopped at once; None:
+            no bound (haproxy `hard-stop-after`).
     """
 
     maxconn: int = 4096
@@ -75,6 +78,7 @@ class Global:
     cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
     stats_sockets: tuple["StatsSocket", ...] = ()
     server_state_file: str | None = None
+    hard_stop_after: float | None = None
 
 
 @dataclass(frozen=True)

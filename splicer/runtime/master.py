@@ -12,9 +12,16 @@ runtime/control.py, and asks the master for cluster-wide stats and commands):
     second per worker when it keeps crashing).
   - SIGTERM / SIGINT: every worker gets SIGTERM; any still alive after STOP_GRACE seconds
     gets SIGKILL; then the master exits 0.
-  - SIGUSR1: forwarded to every worker (each prints its counters line).
-  - SIGHUP: the same as SIGUSR1 (haproxy's SIGHUP dumps the servers' states to the
-    logs); it never stops the master, so it never leaves workers without one.
+  - SIGUSR1: soft stop (haproxy's): every worker gets SIGUSR1 and stops accepting, finishes
+    what is in flight and exits; the master exits when the last is gone. `hard-stop-after`
+    bounds the wait (then SIGTERM, then SIGKILL).
+  - SIGUSR2 (or `reload` on the master CLI): reload. The configuration is read again; if it
+    fails, the reasons are logged and nothing changes; else a new generation of workers
+    starts on the same listening sockets (reused by address) and, once each serves, the old
+    generation soft-stops.
+  - SIGHUP: forwarded to every worker, which prints its counters line (haproxy's SIGHUP
+    dumps the servers' states to the logs); it never stops the master.
+  - `-S PATH`: the master CLI (runtime/mastercli.py): show proc, show counters, reload.
 Signals are blocked around each fork: a forked worker resets the master's handlers (and
 the loop's wake-up fd) before any signal reaches it, and keeps them blocked until its own
 loop has installed its handlers (Proxy.serve). A forked worker closes every descriptor it
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import os
 import signal
@@ -35,8 +43,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from splicer.config.model import Config
-from splicer.runtime import channel
+from splicer import __version__
+from splicer.config.model import Bind, Config
+from splicer.errors import ConfigErrors
+from splicer.runtime import channel, mastercli
 from splicer.runtime.adminsock import AdminSockets
 from splicer.runtime.channel import Channel, ChannelClosed
 from splicer.stats import merge_stats
@@ -48,7 +58,11 @@ STOP_GRACE = 10.0
 RESTART_DELAY = 1.0
 """Least seconds between two starts of the same worker (crash loop guard)."""
 
-_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP}
+_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP}
+
+READY_TIMEOUT = 30.0
+"""Seconds a reload waits for every new worker to serve before soft-stopping the old ones
+anyway (they would only hold connections in the backlog meanwhile)."""
 
 
 def worker_cpus(config: Config, number: int) -> set[int]:
@@ -182,6 +196,13 @@ GC_THRESHOLD = 50_000
 CPU per 1 KiB request)."""
 
 
+def bind_key(b: Bind) -> tuple[str, int]:
+    """What makes two `bind` lines the same listening socket across a reload: the address
+    (all addresses written '' or '*') and the port."""
+    host = "" if b.host in ("", "*", "0.0.0.0") else b.host.strip("[]")
+    return host, b.port
+
+
 @dataclass
 class Worker:
     """One forked worker, as the master knows it.
@@ -191,6 +212,7 @@ class Worker:
         pid: its process id.
         generation: the configuration generation it serves (1, then +1 per reload).
         channel: the master's end of its control channel.
+        reloads_at_start: the master's reload count when it was forked.
         started: when it was forked (time.time(), seconds).
     """
 
@@ -198,6 +220,7 @@ class Worker:
     pid: int
     generation: int
     channel: Channel
+    reloads_at_start: int = 0
     started: float = field(default_factory=time.time)
 
 
@@ -208,10 +231,23 @@ class Master:
         config: the resolved configuration.
         listeners: the listening sockets (listener.open_listeners()), inherited by workers.
         loop_kind: "uvloop" or "asyncio", the workers' event loop.
+        config_path: the file a reload reads again (None: reloads fail).
+        master_socket: path of the master CLI's unix socket (`-S`), or None.
+        on_ready: called once the first workers serve, and after each reload, with
+            "ready" or "reloading" (systemd notification, cli.py `-Ws`).
     """
 
-    def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str) -> None:
+    def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str,
+                 config_path: str | None = None, master_socket: str | None = None, on_ready=None) -> None:
         self.config = config
+        self.config_path = config_path
+        self.master_socket = master_socket
+        self.on_ready = on_ready or (lambda state: None)
+        self.reloads = 0
+        self.failed_reloads = 0
+        self.born = time.time()
+        self._reloading: asyncio.Lock | None = None
+        self._cli_server = None
         self.listeners = listeners
         self.loop_kind = loop_kind
         self.count = worker_count(config)
@@ -225,6 +261,7 @@ class Master:
         self._done: asyncio.Future | None = None
         self._kill_timer: asyncio.TimerHandle | None = None
         self.admin = AdminSockets(self)  # the stats sockets (runtime/adminsock.py)
+        self._tasks: set[asyncio.Task] = set()
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -256,7 +293,7 @@ class Master:
         theirs.close()
         ch = Channel(ours, lambda req, n=number: self._handle(n, req), name=f"worker {number}")
         self.loop.create_task(ch.start())
-        self.workers[pid] = Worker(number, pid, self.generation, ch)
+        self.workers[pid] = Worker(number, pid, self.generation, ch, self.reloads)
         self.started[number] = time.monotonic()
         log.info("worker %d started (pid %d)", number, pid)
 
@@ -310,6 +347,8 @@ class Master:
         if self.stopping and self._kill_timer is not None:
             return
         log.info("master: stopping %d worker(s)", len(self.workers))
+        if not self.stopping:
+            self.on_ready("stopping")
         self.stopping = True
         for h in self.pending.values():
             h.cancel()
@@ -318,10 +357,220 @@ class Master:
         self._kill_timer = self.loop.call_later(STOP_GRACE, self._kill)
         self._check_done()
 
+    def _soft_stop(self) -> None:
+        """SIGUSR1: every worker soft-stops (finishes what is in flight); the master exits
+        when the last is gone; `hard-stop-after` bounds the wait."""
+        if self.stopping:
+            return
+        log.info("master: soft stop of %d worker(s)", len(self.workers))
+        self.on_ready("stopping")
+        self.stopping = True
+        for h in self.pending.values():
+            h.cancel()
+        self.pending.clear()
+        self._soft_stop_workers(list(self.workers.values()))
+        self._check_done()
+
+    def _soft_stop_workers(self, workers: list[Worker]) -> None:
+        for w in workers:
+            try:
+                os.kill(w.pid, signal.SIGUSR1)  # a worker's SIGUSR1 is its soft stop
+            except ProcessLookupError:
+                pass
+        after = self.config.global_.hard_stop_after
+        if after:
+            self.loop.call_later(after, self._hard_stop_after, [w.pid for w in workers])
+
+    def _hard_stop_after(self, pids: list[int]) -> None:
+        left = [p for p in pids if p in self.workers]
+        if not left:
+            return
+        log.warning("master: hard-stop-after: stopping %d worker(s) still draining", len(left))
+        for p in left:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        self.loop.call_later(STOP_GRACE, self._kill_pids, left)
+
+    def _kill_pids(self, pids: list[int]) -> None:
+        for p in pids:
+            if p in self.workers:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
     def _kill(self) -> None:
         if self.workers:
             log.warning("master: %d worker(s) did not stop in time; killing them", len(self.workers))
             self._signal_all(signal.SIGKILL)
+
+    # -- reload ----------------------------------------------------------------------------
+
+    async def reload(self) -> tuple[bool, str]:
+        """Re-read the configuration; on success fork a new generation of workers on the same
+        listening sockets (reused by address; new binds opened, removed ones closed) and
+        soft-stop the old generation once the new one serves (haproxy's SIGUSR2 / master CLI
+        `reload`). A configuration that fails to load changes nothing.
+
+        Returns:
+            (True, "") or (False, the reasons, one `file:line: ...` per line).
+        """
+        async with self._reloading:
+            if self.stopping:
+                return False, "stopping"
+            self.on_ready("reloading")
+            ok, why = await self._reload()
+            self.on_ready("ready")
+            return ok, why
+
+    async def _reload(self) -> tuple[bool, str]:
+        from splicer.config import load
+        from splicer.runtime.listener import open_listener
+
+        if self.config_path is None:
+            return self._failed("no configuration file to reload")
+        try:
+            config = load(self.config_path)
+        except ConfigErrors as exc:
+            return self._failed("\n".join(str(e) for e in exc.errors))
+        if not config.frontends:
+            return self._failed(f"{self.config_path}: no frontend or listen section: nothing to listen on")
+        try:
+            for number in range(1, worker_count(config) + 1):
+                worker_cpus(config, number)
+        except ValueError as exc:
+            return self._failed(str(exc))
+        old = {}
+        for fe in self.config.frontends:
+            for b, sock in zip(fe.binds, self.listeners.get(fe.name, [])):
+                old.setdefault(bind_key(b), sock)
+        listeners: dict[str, list[socket.socket]] = {}
+        opened: list[socket.socket] = []
+        try:
+            for fe in config.frontends:
+                socks = []
+                for b in fe.binds:
+                    sock = old.get(bind_key(b))
+                    if sock is None:
+                        sock = open_listener(b)
+                        opened.append(sock)
+                    socks.append(sock)
+                listeners[fe.name] = socks
+        except OSError as exc:
+            for sock in opened:
+                sock.close()
+            return self._failed(str(exc.strerror or exc))
+        kept = {id(s) for socks in listeners.values() for s in socks}
+        for socks in self.listeners.values():
+            for sock in socks:
+                if id(sock) not in kept:
+                    sock.close()
+        for w in config.warnings:
+            log.warning("%s", w)
+        previous = [w for w in self.workers.values()]
+        for h in self.pending.values():
+            h.cancel()
+        self.pending.clear()
+        self.config, self.listeners = config, listeners
+        self.count = worker_count(config)
+        self.generation += 1
+        self.reloads += 1
+        raise_fd_limit(config)
+        log.info("master: reload %d: generation %d, %d worker(s)", self.reloads, self.generation, self.count)
+        for number in range(1, self.count + 1):
+            self._spawn(number)
+        await self._wait_serving(READY_TIMEOUT)
+        self._soft_stop_workers([w for w in previous if w.pid in self.workers])
+        return True, ""
+
+    def _failed(self, why: str) -> tuple[bool, str]:
+        self.failed_reloads += 1
+        for line in why.splitlines():
+            log.error("reload failed: %s", line)
+        log.error("reload failed: the running configuration and workers are kept")
+        return False, why
+
+    async def _wait_serving(self, timeout: float) -> None:
+        """Until every current worker answers on its channel (it then accepts: Proxy.serve
+        starts its channel after its listeners), or `timeout` seconds."""
+        deadline = self.loop.time() + timeout
+        while self.loop.time() < deadline and not self.stopping:
+            replies = await self.ask_all({"op": "stats"}, timeout=max(0.1, deadline - self.loop.time()))
+            if all("stats" in r for r in replies) and len(replies) == self.count:
+                return
+            await asyncio.sleep(0.05)
+
+    # -- the master CLI (-S) ---------------------------------------------------------------
+
+    async def _cli_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = mastercli.CliSession()
+        try:
+            while not session.done:
+                data = await reader.read(65536)
+                cmds = session.feed(data)
+                for cmd in cmds:
+                    out = await self.cli_command(cmd)
+                    if out:
+                        writer.write(out.encode() + b"\n")
+                if cmds:
+                    writer.write(session.after_answer().encode())
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        except Exception:
+            log.exception("master CLI failed")
+        finally:
+            writer.close()
+
+    async def cli_command(self, cmd: str) -> str:
+        """Run one master CLI command (mastercli.HELP lists them) and return its answer."""
+        if cmd in ("", "prompt", "quit"):
+            return ""
+        if cmd == "help":
+            return mastercli.HELP
+        if cmd == "show proc":
+            return self.show_proc()
+        if cmd in ("show counters", "show counters workers"):
+            if cmd.endswith("workers"):
+                replies = await self.ask_all({"op": "stats"})
+                return "".join(json.dumps(r.get("stats", r), separators=(",", ":")) + "\n" for r in replies)
+            return json.dumps(await self.cluster_stats(), separators=(",", ":")) + "\n"
+        if cmd == "reload":
+            ok, why = await self.reload()
+            return "Success=1\n" if ok else f"Success=0\n--\n{why}\n"
+        if cmd.startswith("@"):
+            target, _, line = cmd[1:].partition(" ")
+            if not target.isdigit():
+                return f"Can't find the target PID matching the prefix '@{target}'\n"
+            reply = await self.ask(int(target), {"op": "command", "line": line.strip()})
+            if "text" in reply:
+                return reply["text"]
+            return f"worker {target}: {reply.get('error', 'no answer')}\n"
+        return f"Unknown command: '{cmd}'\n" + mastercli.HELP
+
+    def show_proc(self) -> str:
+        """The `show proc` table (mastercli.show_proc) of the master and its workers."""
+        now = time.time()
+        master = mastercli.ProcRow(os.getpid(), "master", self.reloads, now - self.born, __version__,
+                                   self.generation, self.failed_reloads)
+
+        def row(w: Worker) -> mastercli.ProcRow:
+            return mastercli.ProcRow(w.pid, "worker", self.reloads - w.reloads_at_start, now - w.started,
+                                     __version__, w.generation)
+        workers = sorted(self.workers.values(), key=lambda w: (w.generation, w.number))
+        return mastercli.show_proc(master, [row(w) for w in workers if w.generation == self.generation],
+                                   [row(w) for w in workers if w.generation != self.generation])
+
+    async def _open_cli(self) -> None:
+        path = self.master_socket
+        try:
+            if os.path.exists(path) and not os.path.isfile(path):
+                os.unlink(path)  # a previous run's socket
+        except OSError:
+            pass
+        self._cli_server = await asyncio.start_unix_server(self._cli_client, path=path)
 
     # -- the control channel ---------------------------------------------------------------
 
@@ -403,21 +652,47 @@ class Master:
                     s.close()
             loop.close()
 
+    def _reload_signal(self) -> None:
+        task = self.loop.create_task(self.reload())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _first_ready(self) -> None:
+        await self._wait_serving(READY_TIMEOUT)
+        if not self.stopping:
+            self.on_ready("ready")
+
     async def _serve(self, loop: asyncio.AbstractEventLoop) -> int:
         self.loop = loop
         self._done = loop.create_future()
         loop.add_signal_handler(signal.SIGCHLD, self._reap)
         loop.add_signal_handler(signal.SIGTERM, self._hard_stop)
         loop.add_signal_handler(signal.SIGINT, self._hard_stop)
-        loop.add_signal_handler(signal.SIGUSR1, self._signal_all, signal.SIGUSR1)
+        loop.add_signal_handler(signal.SIGUSR1, self._soft_stop)
+        loop.add_signal_handler(signal.SIGUSR2, self._reload_signal)
         loop.add_signal_handler(signal.SIGHUP, self._signal_all, signal.SIGHUP)
+        self._reloading = asyncio.Lock()
+        if self.master_socket:
+            try:
+                await self._open_cli()
+            except OSError as exc:
+                log.error("cannot listen on master socket %s: %s", self.master_socket, exc.strerror or exc)
+                return 3
         for number in range(1, self.count + 1):
             self._spawn(number)
         await self.admin.start()
+        ready = loop.create_task(self._first_ready())
         try:
             return await self._done
         finally:
+            ready.cancel()
             self.admin.close()
+            if self._cli_server is not None:
+                self._cli_server.close()
+                try:
+                    os.unlink(self.master_socket)
+                except OSError:
+                    pass
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
             for sig in _SIGNALS:

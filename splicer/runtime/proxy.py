@@ -3,8 +3,10 @@
 Rule: runtime objects are built from the immutable model (config/model.py) and never edit
 it. This module owns the listening sockets, the accept path (with haproxy's global and
 per-frontend `maxconn`: a full listener stops accepting until a session ends), the pipe
-pool, and the operator's view: SIGUSR1 (and SIGHUP) prints the counters as one JSON line on stderr,
-SIGTERM/SIGINT stop the proxy and print them a last time.
+pool, and the operator's view: SIGHUP prints the counters as one JSON line on stderr, the
+master's control channel asks for them (runtime/control.py), SIGUSR1 is a soft stop (stop
+accepting, finish what is in flight, exit), SIGTERM/SIGINT stop the proxy at once and print
+the counters a last time.
 """
 from __future__ import annotations
 
@@ -318,10 +320,10 @@ class Proxy:
                 fe.resume()
 
     def stats(self) -> dict:
-        """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes,
-        and the password hashes verified (auth.verified) and verdicts cached. Each
-        frontend, backend and server entry carries its state too (runtime/status.py:
-        status, check results, weight, lastchg, downtime, limits, rates)."""
+        """Every counter, as printed on SIGHUP and asked by the master ("stats"): frontends,
+        backends (with servers), pipes, and the password hashes verified (auth.verified) and
+        verdicts cached. Each frontend, backend and server entry carries its state too
+        (runtime/status.py: status, check results, weight, lastchg, downtime, limits, rates)."""
         p = self.pool.stats()
         e = self.engine.stats()
         now = self.loop.time()
@@ -393,17 +395,18 @@ class Proxy:
 
     async def serve(self) -> None:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
+        for fe in self.frontends:
+            fe.open(self.listeners[fe.name])
+        # after the listeners: a worker that answers its master accepts (a reload waits for it)
         if self._channel_sock is not None:
             self.channel = Channel(self._channel_sock, lambda req: control.handle(self, req),
                                    name=f"worker {self.worker}")
             await self.channel.start()
-        for fe in self.frontends:
-            fe.open(self.listeners[fe.name])
         # each checked server's health exists before the first request (observe feeds it)
         checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
         self.rates.start()
-        self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
+        self.loop.add_signal_handler(signal.SIGUSR1, self.soft_stop)
         self.loop.add_signal_handler(signal.SIGHUP, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
         self.loop.add_signal_handler(signal.SIGINT, self.stop)

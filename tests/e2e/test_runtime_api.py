@@ -325,19 +325,6 @@ def test_set_weight_changes_the_spread(start_splicer, tmp_path, origins):
     assert rows["s1"][7:9] == ["0", "1"] and rows["s2"][7:9] == ["1", "1"]
 
 
-def _worker_lines(sp) -> list[dict]:
-    """Each worker's own counters (a SIGHUP dump: one `splicer-stats` line per worker)."""
-    before = sp.log().count("splicer-stats ")
-    sp.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 10
-    while True:
-        lines = re.findall(r"^splicer-stats (.*)$", sp.log(), re.M)[before:]
-        if len(lines) >= sp.workers:
-            return [json.loads(x) for x in lines[:sp.workers]]
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-
-
 def test_changes_reach_every_worker_and_survive_a_worker_restart(start_splicer, tmp_path, origins):
     port = free_port()
     cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")], nbthread=2)
@@ -349,7 +336,7 @@ def test_changes_reach_every_worker_and_survive_a_worker_restart(start_splicer, 
     while True:
         for _ in range(20):
             assert served_by(get(port)[0]) == "s2"
-        per = _worker_lines(sp)
+        per = sp.worker_stats()  # each worker's own counters
         if all(w["frontends"]["fe"]["req_tot"] > 0 for w in per):
             break
         assert time.monotonic() < deadline, "one worker never got a connection"

@@ -61,8 +61,8 @@ def test_keywords_for_a_section():
         "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist", "log",
         "mode", "no", "option", "retries", "retry-on", "server", "timeout", "use-server"]
     assert keywords_for("global") == [
-        "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
-        "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
+        "chroot", "cpu-map", "daemon", "group", "hard-stop-after", "log", "maxconn", "maxpipes", "nbthread",
+        "pidfile", "stats", "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
 
 
 @pytest.mark.parametrize("word, candidates, expected", [

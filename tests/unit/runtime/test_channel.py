@@ -114,3 +114,48 @@ def test_a_failing_handler_answers_an_error():
         m.close()
         w.close()
     run(main())
+
+
+class _Worker:
+    """What Proxy.cluster_stats/cluster_command read of a Proxy: its channel and stats()."""
+
+    def __init__(self, channel, n):
+        self.channel = channel
+        self.n = n
+
+    def stats(self):
+        return {"pid": 1, "worker": self.n, "frontends": {"www": {"req_tot": self.n}}}
+
+
+def test_proxy_cluster_stats_and_command_ask_the_master():
+    from splicer.runtime.proxy import Proxy
+
+    async def main():
+        asked = []
+
+        async def master(req):
+            asked.append(req)
+            if req["op"] == "cluster-stats":
+                return {"stats": {"frontends": {"www": {"req_tot": 3}}, "worker": [1, 2]}}
+            return {"text": "done\n"}
+
+        async def worker(req):
+            return {}
+        m, w = await pair(master, worker)
+        proxy = _Worker(w, 1)
+        assert await Proxy.cluster_stats(proxy) == {"frontends": {"www": {"req_tot": 3}}, "worker": [1, 2]}
+        assert await Proxy.cluster_command(proxy, "clear counters") == "done\n"
+        assert [r["op"] for r in asked] == ["cluster-stats", "cluster-command"]
+        assert asked[1]["line"] == "clear counters"
+        m.close()
+        w.close()
+    run(main())
+
+
+def test_a_lone_proxy_gives_its_own_stats():
+    from splicer.runtime.proxy import Proxy
+
+    async def main():
+        got = await Proxy.cluster_stats(_Worker(None, 2))
+        assert got["frontends"] == {"www": {"req_tot": 2}} and got["worker"] == [2]
+    run(main())
