@@ -131,8 +131,7 @@ def parse(text: str) -> list[ServerState]:
         words = line.split()
         if len(words) < 19:  # haproxy requires the columns up to srv_port
             raise StateFileError(f"line {n}: {len(words)} fields, version 1 has {len(COLUMNS)}")
-        words += ["-"] * (len(COLUMNS) - len(words))
-        values = {}
+        values = {}  # the columns a short line leaves out keep their defaults
         for f, w in zip(_FIELDS, words):
             if f.type in ("int", int):
                 try:
