@@ -369,6 +369,10 @@ class Master:
             h.cancel()
         self.pending.clear()
         self._soft_stop_workers(list(self.workers.values()))
+        # no one accepts any more: new connections are refused (not queued for no one)
+        for socks in self.listeners.values():
+            for s in socks:
+                s.close()
         self._check_done()
 
     def _soft_stop_workers(self, workers: list[Worker]) -> None:

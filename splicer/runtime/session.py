@@ -460,7 +460,7 @@ class HttpSession:
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
-        keep = req.keep_alive and req.upgrade is None
+        keep = req.keep_alive and req.upgrade is None and not fe.proxy.stopping
         drain = 0
         fr = req.framing
         if fr.kind is BodyKind.CHUNKED:
