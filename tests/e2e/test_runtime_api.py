@@ -435,3 +435,47 @@ def test_disable_health_and_set_addr(start_splicer, tmp_path, origins):
     row = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))["s1"]
     assert row[13] == "6" and row[18] == str(origins[0].port)
     assert served_by(get(port)[0]) == "s1"
+
+
+def test_show_stat_csv_and_typed(start_splicer, tmp_path, origins):
+    from splicer.report.csv import COLUMNS
+
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")], nbthread=2)
+    start_splicer(cfg, [port], workers=2)
+    wait_socket(f"{d}/admin.sock")
+    for _ in range(10):
+        get(port)
+    assert cli(f"{d}/admin.sock", "set server be/s2 state maint\n") == "\n"
+    out = cli(f"{d}/user.sock", "show stat\n")
+    assert out.endswith("\n\n")
+    lines = out.strip("\n").split("\n")
+    header = lines[0][2:].split(",")
+    assert lines[0].startswith("# pxname,svname,qcur,qmax,scur,")
+    assert header[:len(COLUMNS)] == list(COLUMNS)
+    rows = {(r.split(",")[0], r.split(",")[1]): dict(zip(header, r.split(","))) for r in lines[1:]}
+    assert rows[("fe", "FRONTEND")]["req_tot"] == "10"  # summed over both workers
+    assert rows[("be", "s2")]["status"] == "MAINT"
+    assert int(rows[("be", "s1")]["req_tot"]) + int(rows[("be", "s2")]["req_tot"]) == 10
+    typed = cli(f"{d}/user.sock", "show stat typed\n").strip("\n").split("\n")
+    assert "F.1.0.0.pxname.1:KNS:str:fe" in typed
+    assert any(re.fullmatch(r"F\.1\.0\.\d+\.req_tot\.1:MCP:u64:10", x) for x in typed), typed[:40]
+    assert any(re.fullmatch(r"S\.1\.2\.\d+\.status\.1:SGP:str:MAINT", x) for x in typed)
+
+
+def test_changes_survive_a_reload(start_splicer, tmp_path, origins):
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")])
+    sp = start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+    assert cli(f"{d}/admin.sock", "set server be/s1 state maint;set server be/s2 weight 9\n") == "\n\n"
+    assert sp.cli("reload", timeout=60) == "Success=1\n\n"
+    deadline = time.monotonic() + 30
+    while "generation 2" not in sp.log() or sp.log().count(" serving on CPUs ") < 2:
+        assert time.monotonic() < deadline, sp.log()
+        time.sleep(0.02)
+    rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))  # the new generation's
+    assert rows["s1"][5:8] == ["0", "1", "1"] and rows["s2"][7] == "9"
+    for _ in range(10):
+        assert served_by(get(port)[0]) == "s2"
+    assert origins[0].served == 0
