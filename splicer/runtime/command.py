@@ -72,18 +72,17 @@ def states_of(proxy: "Proxy", backend: str = "") -> list[st.ServerState]:
 
 
 def _session_lines(proxy: "Proxy") -> str:
-    """`show sess` on this worker: one line per client connection in http mode."""
+    """`show sess` on this worker: one line per stream in flight (an http session between
+    two requests has none, as in haproxy); its age is its session's."""
     now = proxy.loop.time()
     lines = []
     for s in list(proxy.sessions):
         stream = s.stream
-        be = s.be.name if s.be is not None else "<NONE>"
-        srv = "<none>"
-        phase = "-"
-        if stream is not None:
-            phase = stream.phase.value
-            if stream.server is not None:
-                srv = stream.server.model.name
+        if stream is None:
+            continue
+        be = stream.be.name if stream.be is not None else "<NONE>"
+        srv = stream.server.model.name if stream.server is not None else "<none>"
+        phase = stream.phase.value
         proto = "tcpv4" if isinstance(s.peer, tuple) else "unix_stream"
         lines.append(f"0x{id(s):x}: proto={proto} src={s.client_ip}:{s.client_port} fe={s.fe.name} "
                      f"be={be} srv={srv} age={int(now - s.started)}s phase={phase} worker={proxy.worker}\n")

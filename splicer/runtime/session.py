@@ -96,7 +96,7 @@ class HttpSession:
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
-        self.stream = None                   # its last Stream (`show sess`)
+        self.stream = None                   # its Stream in flight (`show sess`), None between
 
     @property
     def client_ip(self) -> str:

@@ -393,7 +393,12 @@ def test_shutdown_sessions_and_clear_counters(start_splicer, tmp_path, origins):
     got = b""
     while len(got) < 1000:
         got += slow.recv(65536)
+    idle = socket.create_connection(("127.0.0.1", port), timeout=30)  # a keep-alive session between requests
+    idle.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(idle)[0].startswith(b"HTTP/1.1 200")
     sess = cli(f"{d}/oper.sock", "show sess\n")
+    assert sess.count("\n") == 2, sess  # one stream in flight (the idle session has none), then the empty line
+    idle.close()
     assert re.search(r"^0x[0-9a-f]+: proto=tcpv4 src=127\.0\.0\.1:\d+ fe=fe be=be srv=s1 age=\d+s phase=D worker=1$",
                      sess, re.M), sess
     assert cli(f"{d}/admin.sock", "shutdown sessions server be/s1\n") == "\n"
