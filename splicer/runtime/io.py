@@ -220,6 +220,7 @@ class HeadTooLarge(ValueError):
         super().__init__(msg)
         self.first_line = first_line
         self.partial = b""  # the bytes read (or peeked) when the limit struck
+        self.unread = False  # True: only those read are in `partial`, the rest is in the socket
 
 
 async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,

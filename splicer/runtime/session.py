@@ -347,7 +347,13 @@ class HttpSession:
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
             status = 414 if exc.first_line else 431
-            fe.proxy.capture_error(fe, self, status, str(exc), exc.partial)
+            data = exc.partial
+            if exc.unread:  # what `show errors` prints: the bytes the engine peeked too
+                try:
+                    data += self.sock.recv(self.route.bufsize, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except OSError:
+                    pass
+            fe.proxy.capture_error(fe, self, status, str(exc), data)
             await self._refuse(Cause.PROXY, status)
             return False
         if not head_complete(head):

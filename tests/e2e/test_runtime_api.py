@@ -183,6 +183,18 @@ def test_show_errors_prints_refused_bytes_escaped(start_splicer, tmp_path, origi
     assert "  00026  Bad: a\\x01b\\\\c\\r\\n\n" in out
     assert "\n\n" not in out[:-2]  # no empty line inside the answer
     assert cli(f"{d}/user.sock", "show errors\n") == "Permission denied\n\n"
+    # an oversized head (431) and an unknown transfer coding (501) are captured too
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + b"y" * 20000 + b"\r\n\r\n")
+        assert read_response(s)[0].startswith(b"HTTP/1.1 431")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"POST /te HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+        assert read_response(s)[0].startswith(b"HTTP/1.1 501")
+    out = cli(f"{d}/admin.sock", "show errors\n")
+    assert out.split("\n")[0].endswith("] : 3")
+    assert "answered 431" in out and "  00000  GET /big HTTP/1.1\\r\\n\n" in out
+    assert re.search(r"\n  len 1638[0-9]\n", out)  # the bytes up to tune.bufsize
+    assert "answered 501" in out and "Transfer-Encoding: gzip, chunked\\r\\n" in out
 
 
 def test_levels_and_bad_commands(start_splicer, tmp_path, origins):
