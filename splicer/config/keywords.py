@@ -482,19 +482,33 @@ def _parse_server_state_file(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("server_state_file", args[0])
 
 
-LOAD_SERVER_STATE = ("global", "none")
+def _parse_server_state_base(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-base <directory>`` (global): key ``server_state_base``."""
+    _need(args, 1, "'server-state-base' expects a directory")
+    _no_extra("server-state-base", args, 1)
+    ctx.set("server_state_base", args[0])
+
+
+LOAD_SERVER_STATE = ("global", "local", "none")
 
 
 def _parse_load_server_state(ctx: Context, args: Sequence[str]) -> None:
     """haproxy ``load-server-state-from-file { global | local | none }``: key
-    ``load_server_state``; `local` (a file per backend) is not supported."""
-    _need(args, 1, "'load-server-state-from-file' expects 'global' or 'none'")
+    ``load_server_state``."""
+    _need(args, 1, "'load-server-state-from-file' expects 'global', 'local' or 'none'")
     _no_extra("load-server-state-from-file", args, 1)
-    if args[0] == "local":
-        raise ArgError("'load-server-state-from-file local' is not supported (use 'global')")
     if args[0] not in LOAD_SERVER_STATE:
-        raise ArgError(f"'load-server-state-from-file' expects 'global' or 'none', got '{args[0]}'")
+        raise ArgError(f"'load-server-state-from-file' expects 'global', 'local' or 'none', got '{args[0]}'"
+                       + did_you_mean(args[0], LOAD_SERVER_STATE))
     ctx.set("load_server_state", args[0])
+
+
+def _parse_server_state_file_name(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-file-name [ { use-backend-name | <file> } ]``: key
+    ``server_state_file_name`` ("" for the backend's name)."""
+    _no_extra("server-state-file-name", args, 1)
+    name = args[0] if args else "use-backend-name"
+    ctx.set("server_state_file_name", "" if name == "use-backend-name" else name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1334,6 +1348,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("pidfile", GLOBAL, _ignored("pidfile", 1, 1, "a file name"), "ignored global keywords"),
     _kw("stats", GLOBAL, _parse_stats_global, "stats socket"),
     _kw("server-state-file", GLOBAL, _parse_server_state_file),
+    _kw("server-state-base", GLOBAL, _parse_server_state_base),
     _kw("log", EVERYWHERE, _ignored("log", 1, None, "a target ('global' or an address)"), "log",
         negatable=True),
     # proxies
@@ -1355,6 +1370,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("http-reuse", BACK, _parse_http_reuse),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
     _kw("load-server-state-from-file", BACK, _parse_load_server_state),
+    _kw("server-state-file-name", BACK_ONLY, _parse_server_state_file_name),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),
     _kw("http-check", BACK, _parse_http_check, "http-check expect"),

@@ -63,7 +63,9 @@ class Global:
         stats_sockets: the `stats socket` lines (StatsSocket), in file order.
         server_state_file: `server-state-file`: the file the backends with
             `load-server-state-from-file global` read their servers' states from at start
-            (None: none).
+            (None: none); relative to server_state_base unless it starts with '/'.
+        server_state_base: `server-state-base`: the directory of the state files named
+            by a relative path (None: the current directory).
         hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
             reload) may take to finish its connections before it is stopped at once; None:
             no bound (haproxy `hard-stop-after`).
@@ -78,6 +80,7 @@ class Global:
     cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
     stats_sockets: tuple["StatsSocket", ...] = ()
     server_state_file: str | None = None
+    server_state_base: str | None = None
     hard_stop_after: float | None = None
 
 
@@ -333,7 +336,10 @@ class Backend:
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
         tarpit: the hold of its ``http-request tarpit`` rules, seconds, as Frontend.tarpit.
         load_server_state: `load-server-state-from-file`: "global" (its servers' states
-            are read from the global `server-state-file` at start) or "none".
+            are read from the global `server-state-file` at start), "local" (from its own
+            file, server_state_file_name) or "none".
+        server_state_file_name: `server-state-file-name`: the file "local" reads ("": the
+            backend's name), relative to `server-state-base` unless it starts with '/'.
     """
 
     name: str
@@ -369,6 +375,7 @@ class Backend:
     timeouts: Timeouts = field(default_factory=Timeouts)
     tarpit: float = field(default=0.0, compare=False)
     load_server_state: str = "none"
+    server_state_file_name: str = ""
     file: str = ""
     line: int = 0
 

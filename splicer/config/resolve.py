@@ -468,6 +468,7 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         tarpit=_tarpit(settings),
         load_server_state=str(_value(settings, "load_server_state", "none")),
+        server_state_file_name=str(_value(settings, "server_state_file_name", "")),
         file=section.file,
         line=section.line,
     )

@@ -12,6 +12,7 @@ change means the same whether it came from an operator, a file or a replay.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -188,8 +189,9 @@ def apply_changes(proxy: "Proxy", changes) -> None:
 
 def apply_server_states(proxy: "Proxy", states: list[st.ServerState], backends: set[str] | None) -> int:
     """Apply saved states (a server-state-file) to the servers they name (haproxy
-    srv_state_srv_update(), by backend and server name): maintenance and drain, weight,
-    address and port, health checks turned off. The operational state is not restored:
+    srv_state_srv_update(), by backend and server name): maintenance and drain, weight
+    (unless the configured weight changed since the file was saved), address and port,
+    health checks turned off. The operational state is not restored:
     the checks find it again. `backends`: the names of the backends that load the file
     (None: every one). Returns the servers updated."""
     n = 0
@@ -207,7 +209,7 @@ def apply_server_states(proxy: "Proxy", states: list[st.ServerState], backends: 
             be.set_admin(i, "drain")
         elif not s.admin_state & st.SRV_ADMF_CMAINT and "MAINT" in srv.admin and not srv.model.disabled:
             be.set_admin(i, "ready")
-        if 0 <= s.uweight <= 256:
+        if 0 <= s.uweight <= 256 and s.iweight == srv.model.weight:  # not when the configuration changed it
             be.set_weight(i, s.uweight)
         if s.srv_addr and s.port:
             be.set_address(i, s.srv_addr, s.port)
@@ -217,23 +219,42 @@ def apply_server_states(proxy: "Proxy", states: list[st.ServerState], backends: 
     return n
 
 
+def state_file_of(g, be) -> str | None:
+    """The state file backend model `be` loads at start, by its `load-server-state-from-file`
+    (haproxy): "global": `server-state-file`; "local": `server-state-file-name`, else the
+    backend's name; a relative path is taken in `server-state-base` (or the current
+    directory). None: it loads none."""
+    if be.load_server_state == "global":
+        name = g.server_state_file
+    elif be.load_server_state == "local":
+        name = be.server_state_file_name or be.name
+    else:
+        return None
+    if not name:
+        return None
+    return name if name.startswith("/") or not g.server_state_base else os.path.join(g.server_state_base, name)
+
+
 def load_server_state_file(proxy: "Proxy") -> None:
-    """At start, apply `server-state-file` (global) to the backends whose
-    `load-server-state-from-file` is `global` (haproxy apply_server_state()). A missing
-    or unreadable file is logged and changes nothing, as in haproxy."""
-    path = proxy.config.global_.server_state_file
-    wanted = {name for name, be in proxy.backends.items() if be.model.load_server_state == "global"}
-    if not path or not wanted:
-        return
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            states = st.parse(f.read())
-    except OSError as exc:
-        log.warning("server-state-file %s: %s; servers start as configured", path, exc.strerror or exc)
-        return
-    except st.StateFileError as exc:
-        log.warning("server-state-file %s: %s; servers start as configured", path, exc)
-        return
-    n = apply_server_states(proxy, states, wanted)
-    if proxy.worker == 1:
-        log.info("server-state-file %s: %d server(s) restored", path, n)
+    """At start, apply the state files to the backends that load one (haproxy
+    apply_server_state(); each file is read once). A missing or unreadable file is logged
+    and changes nothing, as in haproxy."""
+    g = proxy.config.global_
+    files: dict[str, set[str]] = {}
+    for name, be in proxy.backends.items():
+        path = state_file_of(g, be.model)
+        if path is not None:
+            files.setdefault(path, set()).add(name)
+    for path, wanted in files.items():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                states = st.parse(f.read())
+        except OSError as exc:
+            log.warning("server-state-file %s: %s; servers start as configured", path, exc.strerror or exc)
+            continue
+        except st.StateFileError as exc:
+            log.warning("server-state-file %s: %s; servers start as configured", path, exc)
+            continue
+        n = apply_server_states(proxy, states, wanted)
+        if proxy.worker == 1:
+            log.info("server-state-file %s: %d server(s) restored", path, n)

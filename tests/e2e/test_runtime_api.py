@@ -496,3 +496,28 @@ def test_changes_survive_a_reload(start_splicer, tmp_path, origins):
     for _ in range(10):
         assert served_by(get(port)[0]) == "s2"
     assert origins[0].served == 0
+
+
+def test_local_state_file_and_a_changed_configured_weight(start_splicer, tmp_path, origins):
+    port = free_port()
+    base = tmp_path / "states"
+    base.mkdir()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")],
+                    extra_global=f"    server-state-base {base}",
+                    extra_backend="    load-server-state-from-file local")
+    sp = start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+    cli(f"{d}/admin.sock", "set server be/s1 state drain;set server be/s1 weight 4;set server be/s2 weight 6\n")
+    (base / "be").write_text(cli(f"{d}/admin.sock", "show servers state be\n"))  # the backend's name
+    sp.stop()
+    # s2's configured weight changed meanwhile: its saved weight no longer applies (haproxy)
+    cfg2 = cfg.replace(f"server s2 127.0.0.1:{origins[1].port} ", f"server s2 127.0.0.1:{origins[1].port} weight 2")
+    sp2 = start_splicer(cfg2, [port])
+    wait_socket(f"{d}/admin.sock")
+    deadline = time.monotonic() + 15
+    while "2 server(s) restored" not in sp2.log():
+        assert time.monotonic() < deadline, sp2.log()
+        time.sleep(0.02)
+    rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))
+    assert rows["s1"][6:9] == ["8", "4", "1"]  # drained, weight 4 of 1
+    assert rows["s2"][7:9] == ["2", "2"]

@@ -93,10 +93,35 @@ def test_server_state_file_and_its_loading():
     assert cfg("global\n").backends["farm"].load_server_state == "none"
 
 
+def test_local_state_files_and_their_names():
+    c = loads(textwrap.dedent("""\
+        global
+            server-state-base /var/lib/splicer
+        defaults
+            mode http
+            load-server-state-from-file local
+        frontend www
+            bind 127.0.0.1:8080
+            default_backend farm
+        backend farm
+            server s1 127.0.0.1:8001
+        backend named
+            server-state-file-name /tmp/named.state
+            server s1 127.0.0.1:8001
+        backend byname
+            server-state-file-name use-backend-name
+            server s1 127.0.0.1:8001
+        """), "site.cfg", env={})
+    assert c.global_.server_state_base == "/var/lib/splicer"
+    assert [(b.load_server_state, b.server_state_file_name) for b in c.backends.values()] == [
+        ("local", ""), ("local", "/tmp/named.state"), ("local", "")]
+
+
 @pytest.mark.parametrize("line, message", [
-    ("load-server-state-from-file local", "'load-server-state-from-file local' is not supported (use 'global')"),
-    ("load-server-state-from-file all", "'load-server-state-from-file' expects 'global' or 'none', got 'all'"),
-    ("load-server-state-from-file", "'load-server-state-from-file' expects 'global' or 'none'"),
+    ("load-server-state-from-file all", "'load-server-state-from-file' expects 'global', 'local' or 'none', "
+                                        "got 'all'"),
+    ("load-server-state-from-file", "'load-server-state-from-file' expects 'global', 'local' or 'none'"),
+    ("server-state-file-name a b", "'server-state-file-name' cannot handle unexpected argument 'b'"),
 ])
 def test_load_server_state_errors(line, message):
     with pytest.raises(ConfigErrors) as info:
