@@ -161,27 +161,27 @@ class Answer:
     text: str
 
 
+def _lines(specs) -> str:
+    """Help lines as haproxy prints them: "  <usage padded to 40>: <help>"."""
+    return "".join(f"  {s.usage:<40}: {s.help}\n" for s in specs)
+
+
 def help_text(level: Level, words: tuple[str, ...] = ()) -> str:
     """The `help` answer: the commands this level may run (those starting with `words`
-    when given), one per line, "  <usage padded to 40> : <help>" as haproxy prints them."""
-    lines = [f"  {s.usage:<40}: {s.help}" for s in SPECS
-             if s.level <= level and s.words[:len(words)] == tuple(words)]
-    return "The following commands are valid at this level:\n" + "".join(line + "\n" for line in lines)
+    when given), one per line."""
+    specs = [s for s in SPECS if s.level <= level and s.words[:len(words)] == tuple(words)]
+    return "The following commands are valid at this level:\n" + _lines(specs)
 
 
 def _unknown(words: tuple[str, ...], level: Level) -> Answer:
-    """haproxy's answer to an unknown command: the closest commands, else all of them."""
-    typed = " ".join(words)
+    """haproxy's answer to an unknown command: the commands of this level closest to it
+    (by spelling, else by first word), else all of them."""
     allowed = [s for s in SPECS if s.level <= level]
-    close = difflib.get_close_matches(typed, [" ".join(s.words) for s in allowed], n=5, cutoff=0.5)
-    close_specs = [s for s in allowed if " ".join(s.words) in close]
-    if not close_specs and words:
-        close_specs = [s for s in allowed if s.words[0] == words[0]]
-    if not close_specs:
-        return Answer("Unknown command. " + help_text(level)[len("The following "):].replace(
-            "commands are valid at this level:", "Please enter one of the following commands only:", 1))
-    lines = "".join(f"  {s.usage:<40}: {s.help}\n" for s in close_specs)
-    return Answer("Unknown command, but maybe one of the following ones is a better match:\n" + lines)
+    close = set(difflib.get_close_matches(" ".join(words), [" ".join(s.words) for s in allowed], n=5, cutoff=0.5))
+    near = [s for s in allowed if " ".join(s.words) in close] or [s for s in allowed if s.words[0] == words[0]]
+    if near:
+        return Answer("Unknown command, but maybe one of the following ones is a better match:\n" + _lines(near))
+    return Answer("Unknown command. Please enter one of the following commands only:\n" + _lines(allowed))
 
 
 def find(words: tuple[str, ...]) -> Spec | None:

@@ -52,6 +52,37 @@ def _aspect(cmd: Command) -> str:
     return cmd.action
 
 
+def bind_unix(path: str, mode: int | None) -> socket.socket:
+    """A listening unix socket at `path` with permissions `mode` from its first instant:
+    bound under a temporary name, given its mode, then renamed over `path` (as haproxy does),
+    so a stale socket file is replaced and no client can connect with the umask's rights.
+
+    Raises:
+        OSError: the directory is missing or not writable, or `path` is not a socket.
+    """
+    if os.path.lexists(path) and not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise FileExistsError(17, f"{path} exists and is not a socket")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        s.bind(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        s.listen(64)
+        os.rename(tmp, path)
+    except OSError:
+        s.close()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    s.setblocking(False)
+    return s
+
+
 class AdminSockets:
     """The master's stats sockets and the changes it remembers.
 
@@ -98,15 +129,12 @@ class AdminSockets:
         for sock in self.master.config.global_.stats_sockets:
             path = sock.path
             try:
-                if os.path.exists(path) and stat.S_ISSOCK(os.lstat(path).st_mode):
-                    os.unlink(path)
-                server = await asyncio.start_unix_server(
-                    lambda r, w, lvl=LEVELS[sock.level]: self._accepted(r, w, lvl), path, limit=MAX_LINE)
-                if sock.mode is not None:
-                    os.chmod(path, sock.mode)
+                listening = bind_unix(path, sock.mode)
             except OSError as exc:
                 log.error("stats socket %s: %s", path, exc.strerror or exc)
                 continue
+            server = await asyncio.start_unix_server(
+                lambda r, w, lvl=LEVELS[sock.level]: self._accepted(r, w, lvl), sock=listening, limit=MAX_LINE)
             self._servers.append((server, path))
             log.info("stats socket %s (level %s)", path, sock.level)
 

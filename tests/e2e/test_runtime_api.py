@@ -136,6 +136,8 @@ def test_show_commands_through_socat(start_splicer, tmp_path, origins):
     cfg, d = config(tmp_path, port, [("s1", origins[0].port, "weight 3"), ("s2", origins[1].port, "")], nbthread=2)
     sp = start_splicer(cfg, [port], workers=2)
     wait_socket(f"{d}/admin.sock")
+    assert os.stat(f"{d}/admin.sock").st_mode & 0o777 == 0o600  # `mode 600`
+    assert not [n for n in os.listdir(d) if n.endswith(".tmp")]
     for _ in range(6):
         assert get(port)[0].startswith(b"HTTP/1.1 200")
     info = cli(f"{d}/admin.sock", "show info\n")
