@@ -24,7 +24,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from splicer.config.model import Balance, Bind, HashType, PersistRule, Server, SwitchingRule, UseServerRule
+from splicer.config.model import (Balance, Bind, HashType, PersistRule, Server, StatsSocket, SwitchingRule,
+                                  UseServerRule)
 from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
@@ -423,6 +424,92 @@ def _ignored(name: str, min_args: int = 0, max_args: int | None = None,
         shown = f"no {name}" if ctx.negated else name
         ctx.warn(f"'{shown}' {IGNORED}")
     return parse
+
+
+STATS_LEVELS = ("user", "operator", "admin")
+STATS_GLOBAL_IGNORED = frozenset({"timeout", "maxconn", "bind-process"})
+"""`stats` sub-keywords of global splicer accepts and ignores (haproxy's CLI tunings)."""
+
+
+def _parse_stats_global(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``stats socket <path> [mode <octal>] [level user|operator|admin]
+    [expose-fd listeners]`` (global; several lines give several sockets): key
+    ``stats_sockets``, one StatsSocket per line. ``stats timeout|maxconn|bind-process`` are
+    accepted and ignored with a warning."""
+    _need(args, 1, "'stats' expects 'socket' and a path, e.g. 'stats socket /run/splicer.sock'")
+    sub = args[0]
+    if sub in STATS_GLOBAL_IGNORED:
+        ctx.warn(f"'stats {sub}' {IGNORED}")
+        return
+    if sub != "socket":
+        raise ArgError(f"unknown keyword 'stats {sub}' in {ctx.where}; supported: 'stats socket'"
+                       + did_you_mean(sub, ["socket", *sorted(STATS_GLOBAL_IGNORED)]))
+    _need(args, 2, "'stats socket' expects a path")
+    path = args[1]
+    if path.startswith(("ipv4@", "ipv6@")) or ":" in path and not path.startswith(("/", "unix@")):
+        raise ArgError(f"'stats socket': only unix sockets are supported, got '{path}'")
+    if path.startswith("unix@"):
+        path = path[len("unix@"):]
+    mode, level, expose = None, "admin", False
+    rest = list(args[2:])
+    while rest:
+        word = rest.pop(0)
+        if word in ("mode", "level", "expose-fd"):
+            if not rest:
+                raise ArgError(f"'stats socket': '{word}' expects a value")
+            value = rest.pop(0)
+            if word == "mode":
+                if not re.fullmatch(r"[0-7]{1,4}", value):
+                    raise ArgError(f"'stats socket': 'mode' expects octal permissions such as 600, got '{value}'")
+                mode = int(value, 8)
+            elif word == "level":
+                if value not in STATS_LEVELS:
+                    raise ArgError(f"'stats socket': 'level' expects 'user', 'operator' or 'admin', got '{value}'")
+                level = value
+            else:
+                if value != "listeners":
+                    raise ArgError(f"'stats socket': 'expose-fd' expects 'listeners', got '{value}'")
+                expose = True
+        else:
+            raise ArgError(f"'stats socket': unknown option '{word}'"
+                           + did_you_mean(word, ["mode", "level", "expose-fd"]))
+    ctx.set("stats_sockets", StatsSocket(path, mode, level, expose, ctx.file, ctx.line))
+
+
+def _parse_server_state_file(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-file <file>`` (global): key ``server_state_file``."""
+    _need(args, 1, "'server-state-file' expects a file name")
+    _no_extra("server-state-file", args, 1)
+    ctx.set("server_state_file", args[0])
+
+
+def _parse_server_state_base(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-base <directory>`` (global): key ``server_state_base``."""
+    _need(args, 1, "'server-state-base' expects a directory")
+    _no_extra("server-state-base", args, 1)
+    ctx.set("server_state_base", args[0])
+
+
+LOAD_SERVER_STATE = ("global", "local", "none")
+
+
+def _parse_load_server_state(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``load-server-state-from-file { global | local | none }``: key
+    ``load_server_state``."""
+    _need(args, 1, "'load-server-state-from-file' expects 'global', 'local' or 'none'")
+    _no_extra("load-server-state-from-file", args, 1)
+    if args[0] not in LOAD_SERVER_STATE:
+        raise ArgError(f"'load-server-state-from-file' expects 'global', 'local' or 'none', got '{args[0]}'"
+                       + did_you_mean(args[0], LOAD_SERVER_STATE))
+    ctx.set("load_server_state", args[0])
+
+
+def _parse_server_state_file_name(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-file-name [ { use-backend-name | <file> } ]``: key
+    ``server_state_file_name`` ("" for the backend's name)."""
+    _no_extra("server-state-file-name", args, 1)
+    name = args[0] if args else "use-backend-name"
+    ctx.set("server_state_file_name", "" if name == "use-backend-name" else name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1369,7 +1456,9 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("group", GLOBAL, _ignored("group", 1, 1, "a group name"), "ignored global keywords"),
     _kw("chroot", GLOBAL, _ignored("chroot", 1, 1, "a directory"), "ignored global keywords"),
     _kw("pidfile", GLOBAL, _ignored("pidfile", 1, 1, "a file name"), "ignored global keywords"),
-    _kw("stats", GLOBAL, _ignored("stats", 1, None, "a sub-keyword"), "ignored global keywords"),
+    _kw("stats", GLOBAL, _parse_stats_global, "stats socket"),
+    _kw("server-state-file", GLOBAL, _parse_server_state_file),
+    _kw("server-state-base", GLOBAL, _parse_server_state_base),
     _kw("log", EVERYWHERE, _ignored("log", 1, None, "a target ('global' or an address)"), "log",
         negatable=True),
     # proxies
@@ -1390,6 +1479,8 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("ignore-persist", BACK_ONLY, _persist_rule("ignore-persist")),
     _kw("http-reuse", BACK, _parse_http_reuse),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
+    _kw("load-server-state-from-file", BACK, _parse_load_server_state),
+    _kw("server-state-file-name", BACK_ONLY, _parse_server_state_file_name),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),
     _kw("http-check", BACK, _parse_http_check, "http-check expect"),

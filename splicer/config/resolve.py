@@ -313,6 +313,8 @@ def _global(raw: RawConfig) -> Global:
                     merged = dict(values.get("cpu_map", ()))
                     merged.update(entry.value)
                     values["cpu_map"] = tuple(sorted(merged.items()))
+                elif entry.key == "stats_sockets":  # every `stats socket` line is one socket
+                    values["stats_sockets"] = (*values.get("stats_sockets", ()), entry.value)
                 else:
                     values[entry.key] = entry.value
     return Global(**values)  # type: ignore[arg-type]
@@ -497,6 +499,8 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         tarpit=_tarpit(settings),
+        load_server_state=str(_value(settings, "load_server_state", "none")),
+        server_state_file_name=str(_value(settings, "server_state_file_name", "")),
         file=section.file,
         line=section.line,
     )

@@ -114,13 +114,26 @@ class ServerHealth:
         self.report = CheckReport()  # the last check's outcome, for the stats
         self.observer = Observer(m.observe, m.error_limit, m.on_error) if m.observe else None
         self._wake: asyncio.Event | None = None  # set when an on-error event wants fastinter
+        self.last_status: CheckStatus | None = None  # the last probe's outcome (None: none yet)
         server.health = self
+
+    @property
+    def paused(self) -> bool:
+        """No check runs: the operator turned them off (`disable health`) or the server is
+        in maintenance (haproxy CHK_ST_PAUSED)."""
+        return not self.server.checking or "MAINT" in self.server.admin
+
+    def wake(self) -> None:
+        """Re-read `paused` now (the runtime API changed it): a paused loop resumes, a
+        running one pauses before its next probe."""
+        if self._wake is not None:
+            self._wake.set()
 
     def observe(self, event: Event) -> None:
         """Count one observed event; at `error-limit` errors in a row apply `on-error`
         (haproxy __health_adjust()): the health may drop (the server may go DOWN at once)
         and the check loop is woken to bring its next check forward to `fastinter`."""
-        if self.observer is None:
+        if self.observer is None or self.paused:
             return
         mode = self.observer.event(event)
         if mode is None:
@@ -151,6 +164,9 @@ class ServerHealth:
         read_timeout = bm.timeouts.check or m.inter
         self._wake = asyncio.Event()
         while True:
+            while self.paused:  # disable health, or maintenance: no probe until resumed
+                self._wake.clear()
+                await self._wake.wait()
             code = 0
             began = loop.time()
             if bm.httpchk is None:
@@ -159,6 +175,9 @@ class ServerHealth:
                 status, code, text = await probe_http(loop, srv.addr[0], srv.addr[1], connect_timeout,
                                                       read_timeout, bm.httpchk, bm.check_expect)
             self.report.record(status, code, int((loop.time() - began) * 1000), text, state.up)
+            self.last_status = status
+            if self.paused:
+                continue  # turned off while the probe ran: its result is ignored
             if status.passed and self.observer is not None:
                 self.observer.reset()
             change = state.result(status)
@@ -172,6 +191,8 @@ class ServerHealth:
                 try:
                     await asyncio.wait_for(self._wake.wait(), left)
                 except TimeoutError:
+                    break
+                if self.paused:
                     break
                 sooner = loop.time() + state.interval(m.inter, m.fastinter, m.downinter)
                 state.fast = False

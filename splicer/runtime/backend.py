@@ -61,9 +61,14 @@ class Server:
         health: its check and observe state (health/probes.py ServerHealth), None when it
             has no `check`.
         leases: the connections to it lent to streams now (Backend.acquire .. release).
-        admin: its administrative flags, haproxy's SRV_ADMF_*: "MAINT" (maintenance: out of
-            the balancer, checks ignored) and/or "DRAIN" (no new traffic); `disabled` in
-            the configuration starts it with "MAINT". The runtime API sets and clears them.
+        admin: its administrative state (haproxy SRV_ADMF_*): "MAINT" (maintenance: no
+            traffic, no checks; `disabled`, `set server ... state maint`) and/or "DRAIN"
+            (no new balanced session; `set server ... state drain`); empty: ready.
+        weight: its weight as the operator set it (haproxy's user weight, `set server ...
+            weight`); the balancer holds 0 instead while it drains.
+        health_up: what its health says (True without `check`, or while checks are off).
+        checking: its health checks run (`disable health` turns them off).
+        last_change: when its state last changed (loop time, seconds).
         avail: its UP/DOWN history (stats.Availability: lastchg, downtime, chkdown).
     """
 
@@ -75,6 +80,10 @@ class Server:
     health: object = None
     leases: set = field(default_factory=set)
     admin: set = field(default_factory=set)
+    weight: int = 1
+    health_up: bool = True
+    checking: bool = True
+    last_change: float = 0.0
     avail: Availability = field(default_factory=Availability)
 
     def observe(self, event: Event) -> None:
@@ -165,6 +174,9 @@ class Backend:
         self._key_fn = key_function(model.balance_args, model.hash_type)
         now = loop.time()
         for s in self.servers:
+            s.weight = s.model.weight
+            s.checking = s.model.check
+            s.last_change = loop.time()
             if s.model.disabled:
                 s.admin.add("MAINT")
                 self.balancer.set_up(s.index, False)
@@ -489,8 +501,11 @@ class Backend:
         on-marked-up action (haproxy srv_update_status()): `shutdown-sessions` ends the
         streams of a server going DOWN; `shutdown-backup-sessions` ends the streams of
         every backup server when this one is active and has a weight above 0."""
-        m = self.servers[i].model
-        self.balancer.set_up(i, up and "MAINT" not in self.servers[i].admin, self.loop.time())
+        srv = self.servers[i]
+        m = srv.model
+        srv.health_up = up
+        srv.last_change = self.loop.time()
+        self.balancer.set_up(i, up and "MAINT" not in srv.admin, self.loop.time())
         self.note_availability()
         if not up and m.on_marked_down == "shutdown-sessions":
             n = self.shutdown_streams(i, Cause.DOWN)
@@ -505,6 +520,73 @@ class Backend:
                             self.name, m.name, n)
         if up:
             self._wake_queue()
+
+    # -- the runtime API's changes (runtime/command.py; haproxy server.c srv_adm_set_*) ------
+
+    def set_admin(self, i: int, state: str) -> None:
+        """Set server `i`'s administrative state (haproxy `set server B/S state`).
+
+        Args:
+            state: "ready": clears maintenance and drain (haproxy srv_adm_set_ready(); a
+                server left in maintenance is as its health says); "drain": no new
+                balanced session (its weight is 0 for the balancer, as haproxy's eweight),
+                persistence may still send it requests, its streams go on, its checks
+                too; "maint": no traffic at all, checks stop, it is DOWN (its streams in
+                flight finish unless shut down with `shutdown sessions server`).
+        """
+        srv = self.servers[i]
+        was = set(srv.admin)
+        if state == "ready":
+            srv.admin.clear()
+        elif state == "drain":
+            srv.admin.discard("MAINT")
+            srv.admin.add("DRAIN")
+        elif state == "maint":
+            srv.admin.discard("DRAIN")
+            srv.admin.add("MAINT")
+        else:
+            raise ValueError(f"unknown server state {state!r}")
+        if srv.admin == was:
+            return
+        now = self.loop.time()
+        srv.last_change = now
+        self.balancer.set_weight(i, 0 if "DRAIN" in srv.admin else srv.weight)
+        self.balancer.set_up(i, srv.health_up and "MAINT" not in srv.admin, now)
+        self.note_availability()
+        if srv.health is not None:
+            srv.health.wake()  # checks stop in maintenance, resume after it
+        if "MAINT" not in srv.admin:
+            self._wake_queue()
+
+    def set_weight(self, i: int, weight: int) -> None:
+        """Set server `i`'s weight, 0..256 (haproxy `set server B/S weight`; a draining
+        server keeps 0 in the balancer until it is ready again)."""
+        srv = self.servers[i]
+        srv.weight = weight
+        if "DRAIN" not in srv.admin:
+            self.balancer.set_weight(i, weight)
+        if weight:
+            self._wake_queue()
+
+    def set_address(self, i: int, host: str, port: int) -> None:
+        """Send server `i`'s new connections (and checks) to host:port (haproxy `set server
+        B/S addr`): its idle connections to the old address are closed; streams in flight
+        go on."""
+        srv = self.servers[i]
+        srv.addr = (host, port)
+        srv.idle.close()
+
+    def set_checking(self, i: int, on: bool) -> None:
+        """Turn server `i`'s health checks on or off (haproxy `enable|disable health`):
+        with checks off, its last result is ignored and it is considered UP."""
+        srv = self.servers[i]
+        srv.checking = on
+        if srv.health is None:
+            return
+        srv.health.wake()
+        up = True if not on else srv.health.state.up
+        if up != srv.health_up:
+            self.server_state(i, up)
 
     def note_availability(self) -> None:
         """Bring every server's and the backend's UP/DOWN history (Availability) up to date

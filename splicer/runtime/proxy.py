@@ -17,13 +17,18 @@ import os
 import signal
 import socket
 import sys
+import time
+from collections import deque
 from types import MappingProxyType
+
+from splicer import __version__
+from splicer.admin.errors import CAPTURES, ErrorCapture
 
 from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
-from splicer.runtime import control, io, status
+from splicer.runtime import command, control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
@@ -230,10 +235,17 @@ class Proxy:
         worker: this worker's number (from 1), shown in the stats line.
         channel: this worker's end of its control channel to the master (runtime/channel.py),
             served from serve(); None: a lone proxy without a master.
+        changes: the runtime API changes the master remembers (lists of words, oldest
+            first), applied after the server-state-file (runtime/command.py).
+
+    Attributes:
+        sessions: the http sessions open now (`show sess`).
+        errors: the last refused request heads (admin.errors.ErrorCapture; `show errors`).
     """
 
     def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, listeners: dict[str, list[socket.socket]],
-                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None) -> None:
+                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None,
+                 changes: tuple = ()) -> None:
         self.config = config
         self._channel_sock = channel
         self.channel: Channel | None = None
@@ -261,6 +273,30 @@ class Proxy:
                           for f in config.frontends]
         self.rates = status.RateSampler(self)  # rate/rate_max columns, sampled each second
         self._stopped = asyncio.Event()
+        self.sessions: set = set()
+        self.errors: deque = deque(maxlen=CAPTURES)
+        self.error_events = 0
+        self.started = time.time()
+        command.load_server_state_file(self)
+        command.apply_changes(self, changes)
+
+    def capture_error(self, fe: FrontendRT, session, code: int, reason: str, data: bytes) -> None:
+        """Remember a request head refused with status `code` (`show errors`)."""
+        self.errors.append(ErrorCapture(time.time(), fe.name, self.frontends.index(fe) + 1,
+                                        f"{session.client_ip}:{session.client_port}", self.error_events,
+                                        self.worker, code, reason, bytes(data[:self.config.global_.bufsize])))
+        self.error_events += 1
+
+    def admin_context(self) -> dict:
+        """What admin.merge.combine() needs to know of this worker alone (`show info`
+        run through the "command" op; the master passes its own over the workers)."""
+        g = self.config.global_
+        now = time.time()
+        return {"version": __version__, "pid": os.getpid(), "uptime": now - self.started,
+                "start_time": self.started, "workers": 1, "maxconn": g.maxconn,
+                "maxpipes": g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1),
+                "listeners": sum(len(v) for v in self.listeners.values()), "node": socket.gethostname(),
+                "now": now}
 
     def nbsrv(self, backend: str) -> int:
         """haproxy's nbsrv(<backend>): the backend's usable servers (up, weight above 0);

@@ -71,7 +71,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars")
+                 "rewritten", "sess_vars", "started", "stream")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -96,6 +96,8 @@ class HttpSession:
         self.rewritten = False               # the rules changed the request's method or fields
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
+        self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
+        self.stream = None                   # its Stream in flight (`show sess`), None between
 
     @property
     def client_ip(self) -> str:
@@ -129,6 +131,7 @@ class HttpSession:
     def start(self) -> None:
         """Serve the connection: wait for its first request head (an engine job whose
         completion calls back). The session owns the socket from now on and closes it."""
+        self.fe.proxy.sessions.add(self)
         self._wait_head(True)
 
     def _wait_head(self, first: bool) -> None:
@@ -244,6 +247,7 @@ class HttpSession:
             self._closed(None)
 
     def _closed(self, _c) -> None:
+        self.fe.proxy.sessions.discard(self)
         io.forget(self.sock)
         self.sock.close()
         self.fe.session_ended()
@@ -343,7 +347,15 @@ class HttpSession:
                 await self._refuse(Cause.CLIENT_TIMEOUT, 408)
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
-            await self._refuse(Cause.PROXY, 414 if exc.first_line else 431)
+            status = 414 if exc.first_line else 431
+            data = exc.partial
+            if exc.unread:  # what `show errors` prints: the bytes the engine peeked too
+                try:
+                    data += self.sock.recv(self.route.bufsize, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except OSError:
+                    pass
+            fe.proxy.capture_error(fe, self, status, str(exc), data)
+            await self._refuse(Cause.PROXY, status)
             return False
         if not head_complete(head):
             if head:  # the client closed mid-head (between requests is no stream at all)
@@ -354,6 +366,7 @@ class HttpSession:
             req = parse_request(head, self.route.maxhdr)
         except HeadError as exc:
             fe.counters.bin += len(head)
+            fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
             await self._refuse(Cause.PROXY, exc.status)
             return False
         fe.counters.req_tot += 1

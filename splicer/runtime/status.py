@@ -138,7 +138,7 @@ def server_stats(be, srv, now: float, sampler: RateSampler | None = None) -> dic
     d.update(
         scur=b.active[i], smax=b.active_max[i], slim=m.maxconn or None, qlimit=m.maxqueue or None,
         status=server_status(srv, b.up[i]), weight=math.ceil(b.eweight(i, now) / WEIGHT_SCALE),
-        uweight=b.weights[i], act=0 if m.backup else 1, bck=1 if m.backup else 0, backup=m.backup,
+        uweight=srv.weight, act=0 if m.backup else 1, bck=1 if m.backup else 0, backup=m.backup,
         admin=sorted(srv.admin), checked=health is not None,
         check_status=report.status if report else "", check_code=report.code if report else 0,
         check_duration=report.duration_ms if report else 0,
