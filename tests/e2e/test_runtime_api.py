@@ -151,7 +151,7 @@ def test_show_commands_through_socat(start_splicer, tmp_path, origins):
     assert re.fullmatch(r"\d+d \d+h\d\dm\d\ds", fields["Uptime"])
 
     rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))
-    assert rows["s1"][:9] == ["1", "be", "1", "s1", "127.0.0.1", "2", "0", "3", "3"]
+    assert rows["s1"][:9] == ["2", "be", "1", "s1", "127.0.0.1", "2", "0", "3", "3"]
     assert rows["s2"][18] == str(origins[1].port)
     assert cli(f"{d}/user.sock", "show servers state nope\n") == "Can't find backend 'nope'.\n\n"
 
@@ -479,7 +479,7 @@ def test_show_stat_csv_and_typed(start_splicer, tmp_path, origins):
     typed = cli(f"{d}/user.sock", "show stat typed\n").strip("\n").split("\n")
     assert "F.1.0.0.pxname.1:KNS:str:fe" in typed
     assert any(re.fullmatch(r"F\.1\.0\.\d+\.req_tot\.1:MCP:u64:10", x) for x in typed), typed[:40]
-    assert any(re.fullmatch(r"S\.1\.2\.\d+\.status\.1:SGP:str:MAINT", x) for x in typed)
+    assert any(re.fullmatch(r"S\.2\.2\.\d+\.status\.1:SGP:str:MAINT", x) for x in typed)
 
 
 def test_changes_survive_a_reload(start_splicer, tmp_path, origins):
