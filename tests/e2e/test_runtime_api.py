@@ -523,3 +523,33 @@ def test_local_state_file_and_a_changed_configured_weight(start_splicer, tmp_pat
     rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))
     assert rows["s1"][6:9] == ["8", "4", "1"]  # drained, weight 4 of 1
     assert rows["s2"][7:9] == ["2", "2"]
+
+
+def test_a_stats_page_action_is_remembered_for_a_restarted_worker(start_splicer, tmp_path, origins):
+    import http.client
+
+    port, sport = free_port(), free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")])
+    cfg += f"""
+listen adminstats
+    bind 127.0.0.1:{sport}
+    stats uri /
+    stats admin if TRUE
+"""
+    sp = start_splicer(cfg, [port, sport])
+    wait_socket(f"{d}/admin.sock")
+    conn = http.client.HTTPConnection("127.0.0.1", sport, timeout=15)
+    conn.request("POST", "/", body=b"s=s1&action=maint&b=be",
+                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert conn.getresponse().status == 303
+    conn.close()
+    assert server_rows(cli(f"{d}/admin.sock", "show servers state be\n"))["s1"][6] == "1"
+    victim = sp.worker_pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while victim in sp.worker_pids() or not sp.worker_pids() or sp.log().count(" serving on CPUs ") < 2:
+        assert time.monotonic() < deadline, sp.log()
+        time.sleep(0.02)
+    assert server_rows(cli(f"{d}/admin.sock", "show servers state be\n"))["s1"][6] == "1"
+    for _ in range(10):
+        assert served_by(get(port)[0]) == "s2"
