@@ -94,8 +94,18 @@ def _session_lines(proxy: "Proxy") -> str:
 
 
 def _clear_counters(proxy: "Proxy", every: bool) -> None:
-    """`clear counters`: the max values (every counter with `all`) of every frontend,
-    backend and server start again from 0 (haproxy)."""
+    """`clear counters`: the max values (haproxy's smax, qmax, rate_max...) of every
+    frontend, backend and server start again from their current values; with `all`, every
+    counter starts again from 0 too (haproxy cli_parse_clear_counters())."""
+    for fe in proxy.frontends:
+        fe.smax = fe.active
+    for be in proxy.backends.values():
+        be.qmax = be.queued
+        b = be.balancer
+        b.active_max[:] = b.active
+    rates = getattr(proxy, "rates", None)
+    for r in (rates.rates.values() if rates is not None else ()):
+        r.rate_max = r.rate
     objs = [fe.counters for fe in proxy.frontends]
     for be in proxy.backends.values():
         objs.append(be.counters)

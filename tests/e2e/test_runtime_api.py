@@ -553,3 +553,35 @@ listen adminstats
     assert server_rows(cli(f"{d}/admin.sock", "show servers state be\n"))["s1"][6] == "1"
     for _ in range(10):
         assert served_by(get(port)[0]) == "s2"
+
+
+def test_clear_counters_resets_the_maxima_and_all_the_rest(start_splicer, tmp_path, origins):
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "")])
+    start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+
+    def frontend() -> dict:
+        lines = cli(f"{d}/user.sock", "show stat\n").strip("\n").split("\n")
+        header = lines[0][2:].split(",")
+        return next(dict(zip(header, r.split(","))) for r in lines[1:] if r.startswith("fe,FRONTEND,"))
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    deadline = time.monotonic() + 15
+    while frontend()["scur"] != "3":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    for s in held:
+        s.close()
+    while frontend()["scur"] != "0":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    get(port)
+    while (row := frontend())["scur"] != "0":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert row["smax"] == "3" and row["req_tot"] == "1"
+    assert cli(f"{d}/oper.sock", "clear counters\n") == "\n"
+    row = frontend()
+    assert row["smax"] == "0" and row["req_tot"] == "1"  # the maxima only
+    assert cli(f"{d}/admin.sock", "clear counters all\n") == "\n"
+    assert frontend()["req_tot"] == "0"
