@@ -585,3 +585,23 @@ def test_clear_counters_resets_the_maxima_and_all_the_rest(start_splicer, tmp_pa
     assert row["smax"] == "0" and row["req_tot"] == "1"  # the maxima only
     assert cli(f"{d}/admin.sock", "clear counters all\n") == "\n"
     assert frontend()["req_tot"] == "0"
+
+
+def test_a_draining_server_still_takes_its_persistent_requests(start_splicer, tmp_path, origins):
+    """haproxy management.txt, `set server ... state drain`: out of the load balancing, but
+    "still allows it to be checked and to accept new persistent connections"; maint does not."""
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "cookie c1"), ("s2", origins[1].port, "cookie c2")],
+                    extra_backend="    cookie SRV insert indirect nocache")
+    start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+    assert cli(f"{d}/admin.sock", "set server be/s1 state drain\n") == "\n"
+
+    def with_cookie(value: str) -> str:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nCookie: SRV=%s\r\nConnection: close\r\n\r\n" % value.encode())
+            return served_by(read_response(s)[0])
+    assert [served_by(get(port)[0]) for _ in range(6)] == ["s2"] * 6
+    assert with_cookie("c1") == "s1"
+    assert cli(f"{d}/admin.sock", "set server be/s1 state maint\n") == "\n"
+    assert with_cookie("c1") == "s2"  # a server in maintenance takes nothing: redispatched
