@@ -252,8 +252,25 @@ def test_prompt_mode(start_splicer, tmp_path, origins):
         while chunk := s.recv(4096):
             got += chunk
         assert got == b"admin\n\n"  # quit closes at once: the rest of the line is not run
-    # without prompt, the connection carries one line and closes after it
-    assert cli(f"{d}/admin.sock", "show backend\nshow backend\n") == "# name\nbe\n\n"
+    # without prompt, the connection carries one line (and those sent with it, as haproxy
+    # runs the lines already in its buffer), then closes
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(f"{d}/admin.sock")
+        s.sendall(b"show backend\nshow cli level\n")
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got == b"# name\nbe\n\nadmin\n\n"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(f"{d}/admin.sock")
+        s.sendall(b"show cli level\n")
+        got = b""
+        while chunk := s.recv(4096):  # the splicer end closes after the answer
+            got += chunk
+    assert got == b"admin\n\n"
+    assert cli(f"{d}/admin.sock", "show cli level") == "admin\n\n"  # a last line without its end of line
 
 
 def test_drain_under_load_stops_new_sessions_and_finishes_in_flight(start_splicer, tmp_path, origins):
