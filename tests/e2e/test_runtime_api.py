@@ -622,3 +622,25 @@ def test_a_draining_server_still_takes_its_persistent_requests(start_splicer, tm
     assert with_cookie("c1") == "s1"
     assert cli(f"{d}/admin.sock", "set server be/s1 state maint\n") == "\n"
     assert with_cookie("c1") == "s2"  # a server in maintenance takes nothing: redispatched
+
+
+def test_sessions_leave_no_descriptor_open_in_the_master(start_splicer, tmp_path, origins):
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "")], nbthread=2)
+    sp = start_splicer(cfg, [port], workers=2)
+    wait_socket(f"{d}/admin.sock")
+    cli(f"{d}/admin.sock", "show info\n")  # the first answer may open what lives as long as the master
+
+    def fds() -> int:
+        return len(os.listdir(f"/proc/{sp.proc.pid}/fd"))
+    before = fds()
+    for k in range(30):
+        cli(f"{d}/admin.sock", "show info;show stat;show servers state;set server be/s1 weight 2\n")
+        cli(f"{d}/user.sock", "bogus;disable server be/s1\n")
+        with socket.socket(socket.AF_UNIX) as s:  # an interactive client that goes away mid-session
+            s.connect(f"{d}/oper.sock")
+            s.sendall(b"prompt\nshow sess\n")
+    deadline = time.monotonic() + 15
+    while fds() > before:
+        assert time.monotonic() < deadline, f"{fds()} descriptors, {before} before"
+        time.sleep(0.05)
