@@ -1268,6 +1268,9 @@ OPTIONS: dict[str, Keyword] = {
     "http-buffer-request": Keyword("option http-buffer-request", PROXIES,
                                    _flag("http-buffer-request", "http_buffer_request"),
                                    doc_ref("option http-buffer-request"), negatable=True),
+    "idle-close-on-response": Keyword("option idle-close-on-response", FRONT,
+                                      _flag("idle-close-on-response", "idle_close_on_response"),
+                                      doc_ref("option idle-close-on-response"), negatable=True),
     "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
                             doc_ref("option abortonclose"), negatable=True),
     "persist": Keyword("option persist", BACK, _flag("persist", "persist"), doc_ref("option persist"),
@@ -1294,7 +1297,7 @@ HAPROXY_OPTIONS = frozenset({
     "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto",
     "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
     "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
-    "tcp-smart-connect", "tcpka", "tcplog", "transparent", "idle-close-on-response",
+    "tcp-smart-connect", "tcpka", "tcplog", "transparent",
     "disable-h2-upgrade",
 })
 """haproxy options that splicer refuses as "not supported" rather than "unknown"."""

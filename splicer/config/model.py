@@ -260,6 +260,9 @@ class Frontend:
         accept_invalid_http_request: `option accept-invalid-http-request`: a request-target
             that stays ambiguous after the rules (http/normalize.py ambiguity) is forwarded
             instead of refused with 400.
+        idle_close_on_response: `option idle-close-on-response` (on unless `no option
+            idle-close-on-response`): during a soft stop an idle client connection is kept
+            until its next response, sent with `Connection: close`; off: it is closed at once.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: the rules of its `http-request` / `http-response`
             lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule, and for
@@ -285,6 +288,7 @@ class Frontend:
     splice_named: bool = field(default=False, compare=False)
     http_buffer_request: bool = False
     accept_invalid_http_request: bool = False
+    idle_close_on_response: bool = True
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()

@@ -60,6 +60,9 @@ RESTART_DELAY = 1.0
 
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP}
 
+CLI_TIMEOUT = 5.0
+"""Seconds the master CLI waits for each worker's answer (a loaded machine may be slow)."""
+
 READY_TIMEOUT = 30.0
 """Seconds a reload waits for every new worker to serve before soft-stopping the old ones
 anyway (they would only hold connections in the backlog meanwhile)."""
@@ -154,6 +157,9 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
 
     # the signals stay blocked (as the master left them) until Proxy.serve() has installed
     # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
+    # the master's objects are never collected here: one whose descriptor is closed below
+    # must not close, when collected, the number a worker's own resource took since
+    gc.freeze()
     signal.set_wakeup_fd(-1)  # the master's loop's
     for sig in _SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
@@ -196,11 +202,16 @@ GC_THRESHOLD = 50_000
 CPU per 1 KiB request)."""
 
 
-def bind_key(b: Bind) -> tuple[str, int]:
+def bind_key(b: Bind) -> tuple:
     """What makes two `bind` lines the same listening socket across a reload: the address
-    (all addresses written '' or '*') and the port."""
-    host = "" if b.host in ("", "*", "0.0.0.0") else b.host.strip("[]")
-    return host, b.port
+    they listen on (listener.bind_address: '*', '' and 0.0.0.0 alike, a name resolved), or
+    the line as written when its name does not resolve (it then fails to bind)."""
+    from splicer.runtime.listener import bind_address
+
+    try:
+        return bind_address(b)
+    except OSError:
+        return b.host, b.port
 
 
 @dataclass
@@ -233,8 +244,9 @@ class Master:
         loop_kind: "uvloop" or "asyncio", the workers' event loop.
         config_path: the file a reload reads again (None: reloads fail).
         master_socket: path of the master CLI's unix socket (`-S`), or None.
-        on_ready: called once the first workers serve, and after each reload, with
-            "ready" or "reloading" (systemd notification, cli.py `-Ws`).
+        on_ready: called with the master's state: "ready" once the first workers serve and
+            after each reload, "reloading" when one begins, "stopping" at a stop or soft
+            stop (systemd notification, cli.py `-Ws`).
     """
 
     def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str,
@@ -292,7 +304,9 @@ class Master:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         theirs.close()
         ch = Channel(ours, lambda req, n=number: self._handle(n, req), name=f"worker {number}")
-        self.loop.create_task(ch.start())
+        task = self.loop.create_task(ch.start())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         self.workers[pid] = Worker(number, pid, self.generation, ch, self.reloads)
         self.started[number] = time.monotonic()
         log.info("worker %d started (pid %d)", number, pid)
@@ -319,7 +333,7 @@ class Master:
             else:
                 how = f"exited with status {os.WEXITSTATUS(status)}"
             if self.stopping or w.generation != self.generation:
-                log.info("worker %d (pid %d) %s", w.number, pid, how)
+                log.info("worker %d (pid %d, generation %d) %s", w.number, pid, w.generation, how)
                 continue
             log.warning("worker %d (pid %d) %s; restarting it", w.number, pid, how)
             delay = max(0.0, self.started.get(w.number, 0.0) + RESTART_DELAY - time.monotonic())
@@ -538,9 +552,9 @@ class Master:
             return self.show_proc()
         if cmd in ("show counters", "show counters workers"):
             if cmd.endswith("workers"):
-                replies = await self.ask_all({"op": "stats"})
+                replies = await self.ask_all({"op": "stats"}, CLI_TIMEOUT)
                 return "".join(json.dumps(r.get("stats", r), separators=(",", ":")) + "\n" for r in replies)
-            return json.dumps(await self.cluster_stats(), separators=(",", ":")) + "\n"
+            return json.dumps(await self.cluster_stats(CLI_TIMEOUT), separators=(",", ":")) + "\n"
         if cmd == "reload":
             ok, why = await self.reload()
             return "Success=1\n" if ok else f"Success=0\n--\n{why}\n"
@@ -548,7 +562,7 @@ class Master:
             target, _, line = cmd[1:].partition(" ")
             if not target.isdigit():
                 return f"Can't find the target PID matching the prefix '@{target}'\n"
-            reply = await self.ask(int(target), {"op": "command", "line": line.strip()})
+            reply = await self.ask(int(target), {"op": "command", "line": line.strip()}, CLI_TIMEOUT)
             if "text" in reply:
                 return reply["text"]
             return f"worker {target}: {reply.get('error', 'no answer')}\n"
@@ -606,9 +620,11 @@ class Master:
         """
         return list(await asyncio.gather(*(self.ask(w.number, request, timeout) for w in self.current())))
 
-    async def cluster_stats(self) -> dict:
-        """Every current worker's counters, summed (splicer.stats.merge_stats)."""
-        replies = await self.ask_all({"op": "stats"})
+    async def cluster_stats(self, timeout: float = 2.0) -> dict:
+        """Every current worker's counters, summed (splicer.stats.merge_stats); a worker
+        that does not answer within `timeout` seconds is left out (its number is missing
+        from the "worker" list)."""
+        replies = await self.ask_all({"op": "stats"}, timeout)
         return merge_stats([r["stats"] for r in replies if "stats" in r])
 
     async def cluster_command(self, line: str) -> str:

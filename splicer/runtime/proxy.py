@@ -104,6 +104,9 @@ class FrontendRT:
         self.active = 0
         self.smax = 0  # the most client connections open at once (haproxy smax)
         self.paused = False
+        # the sessions waiting for a request, tracked only when a soft stop is to close them
+        # (`no option idle-close-on-response`); None: kept until their next response
+        self.idle: set | None = None if model.idle_close_on_response else set()
 
     def open(self, listeners: list[socket.socket]) -> None:
         """Start accepting on the listening sockets opened for this frontend (listener.py)."""
@@ -379,13 +382,19 @@ class Proxy:
     def soft_stop(self) -> None:
         """haproxy's soft stop: close the listeners (new connections go to the other workers,
         or wait in the backlog for a new generation), finish the sessions in flight, and
-        return from serve() once the last one has ended."""
+        return from serve() once the last one has ended. A keep-alive connection gets
+        `Connection: close` on its next response and ends after it; an idle one is kept
+        until then (`option idle-close-on-response`, on by default here), or closed at once
+        with `no option idle-close-on-response` (haproxy's default)."""
         if self.stopping:
             return
         self.stopping = True
         log.info("worker %d (pid %d): soft stop, %d connection(s) to finish", self.worker, os.getpid(), self.active)
         for fe in self.frontends:
             fe.close()
+            if fe.idle:  # `no option idle-close-on-response`: idle connections close now
+                for session in list(fe.idle):
+                    session.close()
         if self.active == 0:
             self.stop()
 

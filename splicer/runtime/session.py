@@ -140,6 +140,8 @@ class HttpSession:
         cannot take one, a task reads it on the loop."""
         pending, self.next_head = self.next_head, None
         engine = self.fe.mover.engine
+        if self.fe.idle is not None:  # `no option idle-close-on-response`: a soft stop closes it
+            self.fe.idle.add(self)
         if pending is not None:
             self._job = pending
             engine.then(pending, self._on_head)
@@ -155,6 +157,8 @@ class HttpSession:
     def _on_head(self, c: Completion) -> None:
         """Engine callback: a request head is in (or the client left, or timed out)."""
         self._job = None
+        if self.fe.idle is not None:
+            self.fe.idle.discard(self)
         head = c.head
         if c.end is JobEnd.DONE and head and head_complete(head):
             try:
@@ -239,6 +243,8 @@ class HttpSession:
         if self._closing:
             return
         self._closing = True
+        if self.fe.idle is not None:
+            self.fe.idle.discard(self)
         job = self.next_head if self.next_head is not None else self._job
         self.next_head = self._job = None
         if job is not None:

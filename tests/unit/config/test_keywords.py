@@ -52,7 +52,7 @@ def test_sections_follow_haproxy_matrix():
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
         "http-buffer-request", "abortonclose", "allbackups", "persist",
-        "accept-invalid-http-request"}
+        "accept-invalid-http-request", "idle-close-on-response"}
 
 
 def test_keywords_for_a_section():

@@ -782,3 +782,14 @@ def test_hard_stop_after_errors(text, message):
     with pytest.raises(ConfigErrors) as info:
         loads(f"global\n    {text}\n", "site.cfg")
     assert str(info.value.errors[0]).startswith(message)
+
+
+def test_idle_close_on_response_is_on_unless_negated():
+    base = "defaults\n    mode http\n{d}frontend www\n    bind 127.0.0.1:8080\n{f}    default_backend b\nbackend b\n"
+    assert loads(base.format(d="", f="")).frontends[0].idle_close_on_response is True
+    off = loads(base.format(d="", f="    no option idle-close-on-response\n")).frontends[0]
+    assert off.idle_close_on_response is False
+    inherited = loads(base.format(d="    no option idle-close-on-response\n", f="")).frontends[0]
+    assert inherited.idle_close_on_response is False
+    with pytest.raises(ConfigErrors):
+        loads(base + "    option idle-close-on-response\n")  # a frontend keyword, not a backend one
