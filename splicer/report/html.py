@@ -149,7 +149,7 @@ def _cells(kind: str, st: dict) -> list[str]:
 
 
 def _table(name: str, fe: dict | None, be: dict | None, info: PageInfo) -> str:
-    admin = info.admin and be is not None
+    admin = info.admin and be is not None and bool(be.get("servers"))
     out = [f'<table class="proxy" id="px-{esc(name)}">',
            f'<caption><a name="{esc(name)}"></a>{esc(name)}'
            + (f' <span class="legend">mode {esc((fe or be).get("mode"))}'
@@ -204,6 +204,10 @@ tr.active_going_down, tr.backup_going_down { background: #ffffa0; }
 tr.active_going_up, tr.backup_going_up { background: #ffd020; }
 tr.active_down, tr.backup_down { background: #ff9090; } tr.maint { background: #c07820; }
 tr.draining { background: #20a0ff; } tr.active_nocheck, tr.backup_nocheck { background: #e0e0e0; }
+td.active_up { background: #c0ffc0; } td.backup_up { background: #b0d0ff; }
+td.active_going_down { background: #ffffa0; } td.active_going_up { background: #ffd020; }
+td.active_down { background: #ff9090; } td.draining { background: #20a0ff; } td.maint { background: #c07820; }
+td.active_nocheck { background: #e0e0e0; }
 span.lastchk { color: #700; display: block; white-space: normal; max-width: 18em; } div.msg { padding: 4px; margin: 6px 0; border: 1px solid #999; }
 div.msg.ok { background: #c0ffc0; } div.msg.warn { background: #ffffa0; } div.msg.err { background: #ff9090; }
 table.legend td { padding: 1px 6px; border: 1px solid #bbb; }
@@ -249,9 +253,11 @@ def render_page(stats: dict, info: PageInfo) -> str:
     for name in proxy_names(stats):
         body.append(_table(name, fes.get(name), bes.get(name), info))
     if info.legends:
-        body.append('<table class="legend"><tr>'
-                    '<td class="active_up">active UP</td><td>backup UP</td>'
-                    '<td>going DOWN (UP n/m)</td><td>going UP (DOWN n/m)</td>'
-                    '<td>DOWN</td><td>DRAIN</td><td>MAINT</td><td>no check</td></tr></table>')
+        body.append('<table class="legend"><tr>' + "".join(
+            f'<td class="{cls}">{text}</td>' for cls, text in (
+                ("active_up", "active UP"), ("backup_up", "backup UP"),
+                ("active_going_down", "going DOWN (UP n/m)"), ("active_going_up", "going UP (DOWN n/m)"),
+                ("active_down", "DOWN"), ("draining", "DRAIN"), ("maint", "MAINT"),
+                ("active_nocheck", "no check"))) + "</tr></table>")
     body.append("</body></html>\n")
     return "\n".join(head + body)

@@ -496,6 +496,7 @@ def test_show_stat_csv_and_typed(start_splicer, tmp_path, origins):
     typed = cli(f"{d}/user.sock", "show stat typed\n").strip("\n").split("\n")
     assert "F.1.0.0.pxname.1:KNS:str:fe" in typed
     assert any(re.fullmatch(r"F\.1\.0\.\d+\.req_tot\.1:MCP:u64:10", x) for x in typed), typed[:40]
+    # haproxy numbers proxies in file order across sections: backend be is proxy 2
     assert any(re.fullmatch(r"S\.2\.2\.\d+\.status\.1:SGP:str:MAINT", x) for x in typed)
 
 
