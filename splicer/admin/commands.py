@@ -151,6 +151,7 @@ class Command:
 
     @property
     def kind(self) -> str:
+        """How it runs: SESSION, ANY, EACH, MERGE, CHANGE or ALL (module docstring)."""
         return self.spec.kind
 
 

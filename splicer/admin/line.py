@@ -2,8 +2,9 @@
 
 Theory of operation: a client sends lines; each line holds one or more commands separated by
 ';' (a ';' or '\\' inside a command is written '\\;' / '\\\\'), each command is words
-separated by blanks. In the default, non-interactive mode the connection carries one line:
-its commands run in order and the connection closes after the last answer. `prompt` (on
+separated by blanks. In the default, non-interactive mode the connection carries one line
+(and the lines that came with it, as haproxy runs every line already in its buffer): its
+commands run in order and the connection closes after the last answer. `prompt` (on
 the first line) enters the interactive mode: after each line the prompt "> " is sent and
 the next line is awaited, until `quit`, a second `prompt` (the connection then closes after
 that line) or the end of the input. Every answer ends with an empty line, so a script can
@@ -96,16 +97,21 @@ class CliSession:
     interactive: bool = False
     closed: bool = False
 
-    def handle(self, line: str) -> list[Answer | Command]:
+    def handle(self, line: str, more: bool = False) -> list[Answer | Command]:
         """Process one line.
+
+        Args:
+            line: the line, without its end of line.
+            more: further lines came with it (they are in the shell's buffer already): a
+                non-interactive connection runs them too before it closes.
 
         Returns:
             What to do, in order: send each Answer's text as is; run each Command and send
             `answer(its text)`. When `closed` is then True, close the connection after
-            them; otherwise (interactive mode) the prompt is the last Answer.
+            them; in interactive mode the prompt is the last Answer.
         """
         out: list[Answer | Command] = []
-        leave = not self.interactive  # a non-interactive connection carries one line
+        leave = not self.interactive and not more  # a non-interactive connection carries one line
         for words in split_commands(line):
             got = parse(words, self.level, self.servers)
             if isinstance(got, Answer):
@@ -117,7 +123,7 @@ class CliSession:
                 return out
             if name == "prompt":
                 self.interactive = not self.interactive
-                leave = not self.interactive
+                leave = not self.interactive and not more
                 out.append(Answer(answer("")))
             elif name == "help":
                 out.append(Answer(answer(help_text(self.level, tuple(got.value)))))
@@ -134,7 +140,7 @@ class CliSession:
                 out.append(got)
         if leave:
             self.closed = True
-        else:
+        elif self.interactive:
             out.append(Answer(PROMPT))
         return out
 

@@ -157,22 +157,29 @@ class AdminSockets:
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, level: Level) -> None:
         session = CliSession(level, self._names())
+        buf = b""
         try:
             while not session.closed:
-                try:
-                    raw = await asyncio.wait_for(reader.readline(), IDLE_TIMEOUT)
-                except (asyncio.LimitOverrunError, ValueError):
-                    break  # a line longer than MAX_LINE: haproxy closes too
-                if not raw:
-                    break
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                for step in session.handle(line):
-                    if isinstance(step, Answer):
-                        writer.write(step.text.encode())
-                    else:
-                        writer.write(answer(await self.run(step)).encode())
-                    await writer.drain()
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+                data = await asyncio.wait_for(reader.read(MAX_LINE), IDLE_TIMEOUT)
+                if not data:  # the client is done: a last line without its end of line runs
+                    lines, buf = ([buf] if buf.strip() else []), b""
+                    session.eof()
+                else:
+                    buf += data
+                    *lines, buf = buf.split(b"\n")
+                    if len(buf) > MAX_LINE:
+                        break  # a line longer than MAX_LINE: haproxy closes too
+                for k, raw in enumerate(lines):
+                    line = raw.decode("utf-8", "replace").rstrip("\r")
+                    for step in session.handle(line, more=k < len(lines) - 1 or bool(buf)):
+                        if isinstance(step, Answer):
+                            writer.write(step.text.encode())
+                        else:
+                            writer.write(answer(await self.run(step)).encode())
+                        await writer.drain()
+                    if session.closed:
+                        break
+        except (TimeoutError, ConnectionError):
             pass
         except Exception:
             log.exception("stats socket session failed")

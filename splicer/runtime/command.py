@@ -20,6 +20,7 @@ from splicer.admin import servers_state as st
 from splicer.admin.commands import Answer, Command, Level, effective_weight, parse
 from splicer.admin.line import answer, split_commands
 from splicer.http.termination import Cause
+from splicer.runtime import status
 
 if TYPE_CHECKING:
     from splicer.runtime.proxy import Proxy
@@ -41,7 +42,9 @@ def states_of(proxy: "Proxy", backend: str = "") -> list[st.ServerState]:
     """Every server's state (of `backend` only, when given) as `show servers state` prints it."""
     out = []
     now = proxy.loop.time()
-    for be_id, be in enumerate(proxy.backends.values(), 1):
+    ids = status.proxy_ids(proxy)  # the `iid` of `show stat`: haproxy's proxy ids
+    for be in proxy.backends.values():
+        be_id = ids[be.name]
         if backend and be.name != backend:
             continue
         for srv in be.servers:
@@ -54,20 +57,20 @@ def states_of(proxy: "Proxy", backend: str = "") -> list[st.ServerState]:
             admin = ((st.SRV_ADMF_FMAINT if "MAINT" in srv.admin else 0)
                      | (st.SRV_ADMF_FDRAIN if "DRAIN" in srv.admin else 0))
             h = srv.health
-            status = st.CHECK_STATUS_CODES["INI"]
+            chk = st.CHECK_STATUS_CODES["INI"]
             result = st.CHK_RES_UNKNOWN
             health = 0
             if h is not None:
                 health = h.state.health
                 if h.last_status is not None:
-                    status = st.CHECK_STATUS_CODES[h.last_status.value]
+                    chk = st.CHECK_STATUS_CODES[h.last_status.value]
                     result = st.CHK_RES_PASSED if h.last_status.passed else st.CHK_RES_FAILED
             check = ((st.CHK_ST_CONFIGURED if m.check else 0) | (st.CHK_ST_ENABLED if m.check and srv.checking else 0)
                      | (st.CHK_ST_PAUSED if m.check and "MAINT" in srv.admin else 0))
             out.append(st.ServerState(
                 be_id=be_id, be_name=be.name, srv_id=i + 1, srv_name=m.name, srv_addr=srv.addr[0],
                 op_state=op, admin_state=admin, uweight=srv.weight, iweight=m.weight,
-                time_since_last_change=int(now - srv.last_change), check_status=status, check_result=result,
+                time_since_last_change=int(now - srv.last_change), check_status=chk, check_result=result,
                 check_health=health, check_state=check, port=srv.addr[1]))
     return out
 
@@ -91,8 +94,18 @@ def _session_lines(proxy: "Proxy") -> str:
 
 
 def _clear_counters(proxy: "Proxy", every: bool) -> None:
-    """`clear counters`: the max values (every counter with `all`) of every frontend,
-    backend and server start again from 0 (haproxy)."""
+    """`clear counters`: the max values (haproxy's smax, qmax, rate_max...) of every
+    frontend, backend and server start again from their current values; with `all`, every
+    counter starts again from 0 too (haproxy cli_parse_clear_counters())."""
+    for fe in proxy.frontends:
+        fe.smax = fe.active
+    for be in proxy.backends.values():
+        be.qmax = be.queued
+        b = be.balancer
+        b.active_max[:] = b.active
+    rates = getattr(proxy, "rates", None)
+    for r in (rates.rates.values() if rates is not None else ()):
+        r.rate_max = r.rate
     objs = [fe.counters for fe in proxy.frontends]
     for be in proxy.backends.values():
         objs.append(be.counters)

@@ -285,7 +285,7 @@ class Proxy:
 
     def capture_error(self, fe: FrontendRT, session, code: int, reason: str, data: bytes) -> None:
         """Remember a request head refused with status `code` (`show errors`)."""
-        self.errors.append(ErrorCapture(time.time(), fe.name, self.frontends.index(fe) + 1,
+        self.errors.append(ErrorCapture(time.time(), fe.name, status.proxy_ids(self)[fe.name],
                                         f"{session.client_ip}:{session.client_port}", self.error_events,
                                         self.worker, code, reason, bytes(data[:self.config.global_.bufsize])))
         self.error_events += 1

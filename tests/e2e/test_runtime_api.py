@@ -151,7 +151,7 @@ def test_show_commands_through_socat(start_splicer, tmp_path, origins):
     assert re.fullmatch(r"\d+d \d+h\d\dm\d\ds", fields["Uptime"])
 
     rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))
-    assert rows["s1"][:9] == ["1", "be", "1", "s1", "127.0.0.1", "2", "0", "3", "3"]
+    assert rows["s1"][:9] == ["2", "be", "1", "s1", "127.0.0.1", "2", "0", "3", "3"]
     assert rows["s2"][18] == str(origins[1].port)
     assert cli(f"{d}/user.sock", "show servers state nope\n") == "Can't find backend 'nope'.\n\n"
 
@@ -252,8 +252,25 @@ def test_prompt_mode(start_splicer, tmp_path, origins):
         while chunk := s.recv(4096):
             got += chunk
         assert got == b"admin\n\n"  # quit closes at once: the rest of the line is not run
-    # without prompt, the connection carries one line and closes after it
-    assert cli(f"{d}/admin.sock", "show backend\nshow backend\n") == "# name\nbe\n\n"
+    # without prompt, the connection carries one line (and those sent with it, as haproxy
+    # runs the lines already in its buffer), then closes
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(f"{d}/admin.sock")
+        s.sendall(b"show backend\nshow cli level\n")
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    assert got == b"# name\nbe\n\nadmin\n\n"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(f"{d}/admin.sock")
+        s.sendall(b"show cli level\n")
+        got = b""
+        while chunk := s.recv(4096):  # the splicer end closes after the answer
+            got += chunk
+    assert got == b"admin\n\n"
+    assert cli(f"{d}/admin.sock", "show cli level") == "admin\n\n"  # a last line without its end of line
 
 
 def test_drain_under_load_stops_new_sessions_and_finishes_in_flight(start_splicer, tmp_path, origins):
@@ -524,3 +541,107 @@ def test_local_state_file_and_a_changed_configured_weight(start_splicer, tmp_pat
     rows = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))
     assert rows["s1"][6:9] == ["8", "4", "1"]  # drained, weight 4 of 1
     assert rows["s2"][7:9] == ["2", "2"]
+
+
+def test_a_stats_page_action_is_remembered_for_a_restarted_worker(start_splicer, tmp_path, origins):
+    import http.client
+
+    port, sport = free_port(), free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, ""), ("s2", origins[1].port, "")])
+    cfg += f"""
+listen adminstats
+    bind 127.0.0.1:{sport}
+    stats uri /
+    stats admin if TRUE
+"""
+    sp = start_splicer(cfg, [port, sport])
+    wait_socket(f"{d}/admin.sock")
+    conn = http.client.HTTPConnection("127.0.0.1", sport, timeout=15)
+    conn.request("POST", "/", body=b"s=s1&action=maint&b=be",
+                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert conn.getresponse().status == 303
+    conn.close()
+    assert server_rows(cli(f"{d}/admin.sock", "show servers state be\n"))["s1"][6] == "1"
+    victim = sp.worker_pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while victim in sp.worker_pids() or not sp.worker_pids() or sp.log().count(" serving on CPUs ") < 2:
+        assert time.monotonic() < deadline, sp.log()
+        time.sleep(0.02)
+    assert server_rows(cli(f"{d}/admin.sock", "show servers state be\n"))["s1"][6] == "1"
+    for _ in range(10):
+        assert served_by(get(port)[0]) == "s2"
+
+
+def test_clear_counters_resets_the_maxima_and_all_the_rest(start_splicer, tmp_path, origins):
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "")])
+    start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+
+    def frontend() -> dict:
+        lines = cli(f"{d}/user.sock", "show stat\n").strip("\n").split("\n")
+        header = lines[0][2:].split(",")
+        return next(dict(zip(header, r.split(","))) for r in lines[1:] if r.startswith("fe,FRONTEND,"))
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    deadline = time.monotonic() + 15
+    while frontend()["scur"] != "3":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    for s in held:
+        s.close()
+    while frontend()["scur"] != "0":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    get(port)
+    while (row := frontend())["scur"] != "0":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert row["smax"] == "3" and row["req_tot"] == "1"
+    assert cli(f"{d}/oper.sock", "clear counters\n") == "\n"
+    row = frontend()
+    assert row["smax"] == "0" and row["req_tot"] == "1"  # the maxima only
+    assert cli(f"{d}/admin.sock", "clear counters all\n") == "\n"
+    assert frontend()["req_tot"] == "0"
+
+
+def test_a_draining_server_still_takes_its_persistent_requests(start_splicer, tmp_path, origins):
+    """haproxy management.txt, `set server ... state drain`: out of the load balancing, but
+    "still allows it to be checked and to accept new persistent connections"; maint does not."""
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "cookie c1"), ("s2", origins[1].port, "cookie c2")],
+                    extra_backend="    cookie SRV insert indirect nocache")
+    start_splicer(cfg, [port])
+    wait_socket(f"{d}/admin.sock")
+    assert cli(f"{d}/admin.sock", "set server be/s1 state drain\n") == "\n"
+
+    def with_cookie(value: str) -> str:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nCookie: SRV=%s\r\nConnection: close\r\n\r\n" % value.encode())
+            return served_by(read_response(s)[0])
+    assert [served_by(get(port)[0]) for _ in range(6)] == ["s2"] * 6
+    assert with_cookie("c1") == "s1"
+    assert cli(f"{d}/admin.sock", "set server be/s1 state maint\n") == "\n"
+    assert with_cookie("c1") == "s2"  # a server in maintenance takes nothing: redispatched
+
+
+def test_sessions_leave_no_descriptor_open_in_the_master(start_splicer, tmp_path, origins):
+    port = free_port()
+    cfg, d = config(tmp_path, port, [("s1", origins[0].port, "")], nbthread=2)
+    sp = start_splicer(cfg, [port], workers=2)
+    wait_socket(f"{d}/admin.sock")
+    cli(f"{d}/admin.sock", "show info\n")  # the first answer may open what lives as long as the master
+
+    def fds() -> int:
+        return len(os.listdir(f"/proc/{sp.proc.pid}/fd"))
+    before = fds()
+    for k in range(30):
+        cli(f"{d}/admin.sock", "show info;show stat;show servers state;set server be/s1 weight 2\n")
+        cli(f"{d}/user.sock", "bogus;disable server be/s1\n")
+        with socket.socket(socket.AF_UNIX) as s:  # an interactive client that goes away mid-session
+            s.connect(f"{d}/oper.sock")
+            s.sendall(b"prompt\nshow sess\n")
+    deadline = time.monotonic() + 15
+    while fds() > before:
+        assert time.monotonic() < deadline, f"{fds()} descriptors, {before} before"
+        time.sleep(0.05)

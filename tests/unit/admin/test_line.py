@@ -28,6 +28,14 @@ def test_one_line_then_close_without_prompt():
     assert s.closed
 
 
+def test_lines_sent_together_all_run_before_the_close():
+    s = CliSession(Level.ADMIN)
+    assert texts(s.handle("show cli level", more=True)) == ["admin\n\n"]
+    assert not s.closed
+    assert texts(s.handle("show cli level")) == ["admin\n\n"]
+    assert s.closed
+
+
 def test_prompt_mode_until_quit():
     s = CliSession(Level.USER)
     assert texts(s.handle("prompt")) == ["\n", PROMPT]

@@ -19,6 +19,7 @@ class FakeProxy:
         self.loop = loop
         self.backends = {b.name: b for b in backends}
         self.worker = 1
+        self.frontends = []
 
 
 def make(loop, *servers, name="be"):
