@@ -80,20 +80,113 @@ _STATUS_CLASS = (None, "hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx
 NOT_SUMMED = frozenset({"pipe_size", "size"})
 """Per-pipe sizes: the merged value is the largest, not a sum."""
 
-STATE_FIELDS = frozenset({"weight", "uweight", "iweight", "lastchg", "downtime", "check_duration", "check_code",
-                          "last_chk", "rise", "fall", "status", "check_status", "agent_status"})
-"""Numbers that describe a server's state rather than count events (each worker has its own
-copy of the same value): the merged value is the first worker's, as for strings and
-booleans."""
+MAXIMA = frozenset()
+"""Highest values seen (smax, qmax, rate_max...) are summed like the gauges they bound:
+haproxy's typed output (nature 'M') says the cluster's maximum lies between the largest
+worker's and the sum; the sum is the one that stays above the summed current values (a
+page never shows a rate above its max)."""
+
+PER_WORKER = frozenset({
+    "status", "weight", "uweight", "act", "bck", "backup", "check_status", "check_code",
+    "check_duration", "check_desc", "last_chk", "check_rise", "check_fall", "check_health",
+    "lastchg", "downtime", "chkfail", "chkdown", "slim", "qlimit", "rate_lim", "throttle",
+    "addr", "mode", "algo", "cookie", "admin", "checked", "sid", "iid", "lastsess",
+    "iweight", "rise", "fall", "agent_status",
+})
+"""State, configuration and health fields (haproxy's typed natures S, C, D, A and a): each
+worker checks every server on its own, so these are not added up; the merged value is the
+first worker's (a string or list is never summed either)."""
+
+STATE_FIELDS = PER_WORKER
+"""The name the master branch gave PER_WORKER."""
+
+
+class Availability:
+    """The UP/DOWN history of a server or a backend (haproxy's lastchg, downtime, chkdown).
+
+    Rule: the caller reports the state with the time; no clock is read here. A server in
+    maintenance counts as DOWN (haproxy stops it); a backend is DOWN while no server of it
+    is usable.
+
+    Args:
+        up: the state at `now`.
+        now: seconds, monotonic (the loop's clock).
+
+    Attributes:
+        up: the state last reported.
+        changed_at: when it last changed (or when the object was made).
+        chkdown: UP -> DOWN transitions.
+    """
+
+    __slots__ = ("up", "changed_at", "_down_total", "chkdown")
+
+    def __init__(self, up: bool = True, now: float = 0.0) -> None:
+        self.up = up
+        self.changed_at = now
+        self._down_total = 0.0
+        self.chkdown = 0
+
+    def note(self, up: bool, now: float) -> None:
+        """Report the state at `now`; a change is recorded, the same state is nothing."""
+        if up == self.up:
+            return
+        if up:
+            self._down_total += now - self.changed_at
+        else:
+            self.chkdown += 1
+        self.up = up
+        self.changed_at = now
+
+    def lastchg(self, now: float) -> int:
+        """Whole seconds since the last transition (haproxy lastchg)."""
+        return max(0, int(now - self.changed_at))
+
+    def downtime(self, now: float) -> int:
+        """Whole seconds spent DOWN, the current stretch included (haproxy downtime)."""
+        down = self._down_total + (0.0 if self.up else now - self.changed_at)
+        return max(0, int(down))
+
+
+class Rate:
+    """Events per second over the last elapsed second (haproxy's `rate` columns, read from a
+    freq_ctr), sampled once a second from a cumulative counter.
+
+    Rule: the caller passes the counter and the time; no clock is read here.
+
+    Attributes:
+        rate: events counted during the last whole second sampled.
+        rate_max: the highest `rate` seen.
+    """
+
+    __slots__ = ("_last", "_at", "rate", "rate_max")
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+        self._at = 0.0
+        self.rate = 0
+        self.rate_max = 0
+
+    def sample(self, total: int, now: float) -> None:
+        """Record the cumulative count `total` at `now` (seconds, monotonic). The rate is the
+        increase since the previous sample scaled to one second (samples come about 1 s
+        apart; a late one is not counted as a burst)."""
+        if self._last is not None and now > self._at:
+            self.rate = max(0, round((total - self._last) / max(now - self._at, 1.0)))
+            if self.rate > self.rate_max:
+                self.rate_max = self.rate
+        self._last = total
+        self._at = now
 
 
 def merge_stats(lines: list[dict]) -> dict:
-    """Sum the stats lines of several workers into one: every counter adds up, dicts merge
-    key by key, and state fields (strings, booleans, STATE_FIELDS) keep the first worker's
-    value; NOT_SUMMED sizes keep the largest.
+    """Sum the stats lines of several workers into one: dicts merge key by key.
+
+    Counters, gauges and maxima are summed; PER_WORKER fields
+    (server status, weight, check results, lastchg, downtime, limits...) and every
+    non-number keep the first worker's value; NOT_SUMMED sizes take the largest.
 
     Args:
-        lines: parsed `splicer-stats` JSON objects, one per worker.
+        lines: parsed `splicer-stats` JSON objects (Proxy.stats()), one per worker.
 
     Returns:
         One object of the same shape; "pid" and "worker" become lists of every worker's.
@@ -104,10 +197,12 @@ def merge_stats(lines: list[dict]) -> dict:
             for k, v in b.items():
                 out[k] = add(out[k], v, k) if k in out else v
             return out
-        if key in STATE_FIELDS or isinstance(a, bool) or isinstance(b, bool):
+        if key in PER_WORKER:
             return a
-        if key in NOT_SUMMED:
-            return max(a, b)
+        if key in NOT_SUMMED or key in MAXIMA:
+            return max(a, b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else a
+        if isinstance(a, bool) or isinstance(b, bool):
+            return a
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return a + b
         return a

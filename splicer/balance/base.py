@@ -39,6 +39,7 @@ class Balancer:
     Attributes:
         up: usable flag per server (False: down or in maintenance).
         active: current connections per server.
+        active_max: the highest `active` each server reached (haproxy's smax).
     """
 
     dynamic = True
@@ -55,6 +56,7 @@ class Balancer:
         self.slowstarts = list(slowstarts) if slowstarts is not None else [0.0] * n
         self.up = [True] * n
         self.active = [0] * n
+        self.active_max = [0] * n  # highest `active` seen per server (haproxy smax)
         self._up_at: list[float | None] = [None] * n  # when a slowstart ramp began (None: at full)
         self._group: list[int] | None = None  # group() until the next set_up/set_weight
         self.ramping = 0  # servers whose slowstart ramp is under way (0: every one at full)
@@ -170,7 +172,9 @@ class Balancer:
 
     def take_conn(self, i: int) -> None:
         """Count a connection (a request being served) on server `i` (haproxy server_take_conn)."""
-        self.active[i] += 1
+        a = self.active[i] = self.active[i] + 1
+        if a > self.active_max[i]:
+            self.active_max[i] = a
 
     def drop_conn(self, i: int) -> None:
         """Release a connection counted by take_conn (haproxy server_drop_conn)."""

@@ -24,13 +24,15 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from splicer.config.model import Balance, Bind, HashType, PersistRule, Server, SwitchingRule, UseServerRule
+from splicer.config.model import (Balance, Bind, HashType, PersistRule, Server, StatsSocket, SwitchingRule,
+                                  UseServerRule)
 from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
 from splicer.http.rules import RuleError, parse_rule
 from splicer.http.sample import SampleError, parse_name_format
+from splicer.http.service import StatsAdmin
 from splicer.http.userlist import UserlistError, parse_group, parse_user
 
 SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend", "userlist")
@@ -422,6 +424,92 @@ def _ignored(name: str, min_args: int = 0, max_args: int | None = None,
         shown = f"no {name}" if ctx.negated else name
         ctx.warn(f"'{shown}' {IGNORED}")
     return parse
+
+
+STATS_LEVELS = ("user", "operator", "admin")
+STATS_GLOBAL_IGNORED = frozenset({"timeout", "maxconn", "bind-process"})
+"""`stats` sub-keywords of global splicer accepts and ignores (haproxy's CLI tunings)."""
+
+
+def _parse_stats_global(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``stats socket <path> [mode <octal>] [level user|operator|admin]
+    [expose-fd listeners]`` (global; several lines give several sockets): key
+    ``stats_sockets``, one StatsSocket per line. ``stats timeout|maxconn|bind-process`` are
+    accepted and ignored with a warning."""
+    _need(args, 1, "'stats' expects 'socket' and a path, e.g. 'stats socket /run/splicer.sock'")
+    sub = args[0]
+    if sub in STATS_GLOBAL_IGNORED:
+        ctx.warn(f"'stats {sub}' {IGNORED}")
+        return
+    if sub != "socket":
+        raise ArgError(f"unknown keyword 'stats {sub}' in {ctx.where}; supported: 'stats socket'"
+                       + did_you_mean(sub, ["socket", *sorted(STATS_GLOBAL_IGNORED)]))
+    _need(args, 2, "'stats socket' expects a path")
+    path = args[1]
+    if path.startswith(("ipv4@", "ipv6@")) or ":" in path and not path.startswith(("/", "unix@")):
+        raise ArgError(f"'stats socket': only unix sockets are supported, got '{path}'")
+    if path.startswith("unix@"):
+        path = path[len("unix@"):]
+    mode, level, expose = None, "admin", False
+    rest = list(args[2:])
+    while rest:
+        word = rest.pop(0)
+        if word in ("mode", "level", "expose-fd"):
+            if not rest:
+                raise ArgError(f"'stats socket': '{word}' expects a value")
+            value = rest.pop(0)
+            if word == "mode":
+                if not re.fullmatch(r"[0-7]{1,4}", value):
+                    raise ArgError(f"'stats socket': 'mode' expects octal permissions such as 600, got '{value}'")
+                mode = int(value, 8)
+            elif word == "level":
+                if value not in STATS_LEVELS:
+                    raise ArgError(f"'stats socket': 'level' expects 'user', 'operator' or 'admin', got '{value}'")
+                level = value
+            else:
+                if value != "listeners":
+                    raise ArgError(f"'stats socket': 'expose-fd' expects 'listeners', got '{value}'")
+                expose = True
+        else:
+            raise ArgError(f"'stats socket': unknown option '{word}'"
+                           + did_you_mean(word, ["mode", "level", "expose-fd"]))
+    ctx.set("stats_sockets", StatsSocket(path, mode, level, expose, ctx.file, ctx.line))
+
+
+def _parse_server_state_file(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-file <file>`` (global): key ``server_state_file``."""
+    _need(args, 1, "'server-state-file' expects a file name")
+    _no_extra("server-state-file", args, 1)
+    ctx.set("server_state_file", args[0])
+
+
+def _parse_server_state_base(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-base <directory>`` (global): key ``server_state_base``."""
+    _need(args, 1, "'server-state-base' expects a directory")
+    _no_extra("server-state-base", args, 1)
+    ctx.set("server_state_base", args[0])
+
+
+LOAD_SERVER_STATE = ("global", "local", "none")
+
+
+def _parse_load_server_state(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``load-server-state-from-file { global | local | none }``: key
+    ``load_server_state``."""
+    _need(args, 1, "'load-server-state-from-file' expects 'global', 'local' or 'none'")
+    _no_extra("load-server-state-from-file", args, 1)
+    if args[0] not in LOAD_SERVER_STATE:
+        raise ArgError(f"'load-server-state-from-file' expects 'global', 'local' or 'none', got '{args[0]}'"
+                       + did_you_mean(args[0], LOAD_SERVER_STATE))
+    ctx.set("load_server_state", args[0])
+
+
+def _parse_server_state_file_name(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``server-state-file-name [ { use-backend-name | <file> } ]``: key
+    ``server_state_file_name`` ("" for the backend's name)."""
+    _no_extra("server-state-file-name", args, 1)
+    name = args[0] if args else "use-backend-name"
+    ctx.set("server_state_file_name", "" if name == "use-backend-name" else name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1238,6 +1326,115 @@ def _sub_candidates(table: dict[str, Keyword], kind: str) -> list[str]:
     return valid or list(table)
 
 
+def _stats_flag(key: str, name: str) -> ParseFn:
+    """Parse function for a `stats <name>` flag without arguments: key `key` True, and
+    stats enabled (haproxy: any `stats` statement alone enables them)."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        _no_extra(f"stats {name}", args, 0)
+        ctx.set("stats_enable", True)
+        ctx.set(key, True)
+    return parse
+
+
+def _stats_word(key: str, name: str, what: str, optional: bool = False) -> ParseFn:
+    """Parse function for `stats <name> <word>` (or `[<word>]` when `optional`: key `key`
+    gets "" then); stats are enabled too."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        if not optional:
+            _need(args, 1, f"'stats {name}' expects {what}")
+        _no_extra(f"stats {name}", args, 1)
+        ctx.set("stats_enable", True)
+        ctx.set(key, args[0] if args else "")
+    return parse
+
+
+def _parse_stats_uri(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats uri <prefix>`: key `stats_uri`, bytes; it must start with `/`."""
+    _need(args, 1, "'stats uri' expects a URI prefix, e.g. /haproxy?stats")
+    _no_extra("stats uri", args, 1)
+    uri = args[0]
+    if not uri.startswith("/") or not uri.isascii() or any(c in uri for c in " \t\r\n\x00"):
+        raise ArgError(f"'stats uri': invalid prefix '{uri}' (an absolute path such as /haproxy?stats)")
+    ctx.set("stats_enable", True)
+    ctx.set("stats_uri", uri.encode("ascii"))
+
+
+def _parse_stats_refresh(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats refresh <delay>`: key `stats_refresh`, seconds (no unit: seconds)."""
+    _need(args, 1, "'stats refresh' expects a delay, e.g. 5s")
+    _no_extra("stats refresh", args, 1)
+    try:
+        delay = float(parse_seconds(args[0]))
+    except ValueError as exc:
+        raise ArgError(f"'stats refresh': {exc}") from None
+    ctx.set("stats_enable", True)
+    ctx.set("stats_refresh", delay)
+
+
+def _parse_stats_auth(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats auth <user>:<passwd>`: key `stats_auth` (accumulated), (user,
+    password) bytes."""
+    _need(args, 1, "'stats auth' expects <user>:<password>")
+    _no_extra("stats auth", args, 1)
+    user, sep, password = args[0].partition(":")
+    if not sep or not user:
+        raise ArgError(f"'stats auth': '{args[0]}' is not <user>:<password>")
+    ctx.set("stats_enable", True)
+    ctx.set("stats_auth", (user.encode("utf-8"), password.encode("utf-8")))
+
+
+def _parse_stats_admin(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats admin { if | unless } <cond>`: key `stats_admin` (accumulated), a
+    service.StatsAdmin whose condition resolve.py binds to the section's ACLs."""
+    if not args or args[0] not in ("if", "unless"):
+        raise ArgError("'stats admin' expects a condition: stats admin { if | unless } <cond>")
+    try:
+        cond = parse_condition(list(args), "", ctx.file, ctx.line)
+    except AclError as exc:
+        raise ArgError(f"'stats admin': {exc}") from None
+    ctx.set("stats_admin", StatsAdmin(cond, ctx.file, ctx.line))
+
+
+STATS: dict[str, Keyword] = {
+    "enable": Keyword("stats enable", PROXIES, _stats_flag("stats_enable", "enable"), doc_ref("stats enable")),
+    "uri": Keyword("stats uri", PROXIES, _parse_stats_uri, doc_ref("stats uri")),
+    "refresh": Keyword("stats refresh", PROXIES, _parse_stats_refresh, doc_ref("stats refresh")),
+    "auth": Keyword("stats auth", PROXIES, _parse_stats_auth, doc_ref("stats auth")),
+    "realm": Keyword("stats realm", PROXIES, _stats_word("stats_realm", "realm", "a realm"),
+                     doc_ref("stats realm")),
+    "admin": Keyword("stats admin", FRONT_ONLY | BACK_ONLY, _parse_stats_admin, doc_ref("stats admin")),
+    "show-legends": Keyword("stats show-legends", PROXIES, _stats_flag("stats_show_legends", "show-legends"),
+                            doc_ref("stats show-legends")),
+    "hide-version": Keyword("stats hide-version", PROXIES, _stats_flag("stats_hide_version", "hide-version"),
+                            doc_ref("stats hide-version")),
+    "show-version": Keyword("stats show-version", PROXIES, _stats_flag("stats_show_version", "show-version"),
+                            doc_ref("stats show-version")),
+    "show-node": Keyword("stats show-node", PROXIES, _stats_word("stats_show_node", "show-node", "a name", True),
+                         doc_ref("stats show-node")),
+    "show-desc": Keyword("stats show-desc", PROXIES, _stats_word("stats_show_desc", "show-desc", "a text", True),
+                         doc_ref("stats show-desc")),
+}
+"""The `stats` keywords of proxy sections (haproxy 4.2), each its own entry in the docs."""
+
+HAPROXY_STATS = frozenset({"scope", "http-request", "show-modules", "bind-process", "socket"})
+"""haproxy `stats` keywords of proxy sections splicer refuses with 'not supported'."""
+
+
+def _parse_stats(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy `stats <keyword> ...` in a proxy section: dispatches to STATS after the
+    section check."""
+    _need(args, 1, "'stats' expects a keyword (" + ", ".join(STATS) + ")")
+    name = args[0]
+    keyword = STATS.get(name)
+    if keyword is None:
+        if name in HAPROXY_STATS:
+            raise ArgError(f"'stats {name}' is not supported")
+        raise ArgError(f"unknown keyword 'stats {name}' in {ctx.where}"
+                       + did_you_mean(name, _sub_candidates(STATS, ctx.kind)))
+    _check_section(keyword, ctx)
+    keyword.parse(ctx, args[1:])
+
+
 # --------------------------------------------------------------------------------------------
 # The registry.
 
@@ -1262,7 +1459,9 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("group", GLOBAL, _ignored("group", 1, 1, "a group name"), "ignored global keywords"),
     _kw("chroot", GLOBAL, _ignored("chroot", 1, 1, "a directory"), "ignored global keywords"),
     _kw("pidfile", GLOBAL, _ignored("pidfile", 1, 1, "a file name"), "ignored global keywords"),
-    _kw("stats", GLOBAL, _ignored("stats", 1, None, "a sub-keyword"), "ignored global keywords"),
+    _kw("stats", GLOBAL, _parse_stats_global, "stats socket"),
+    _kw("server-state-file", GLOBAL, _parse_server_state_file),
+    _kw("server-state-base", GLOBAL, _parse_server_state_base),
     _kw("log", EVERYWHERE, _ignored("log", 1, None, "a target ('global' or an address)"), "log",
         negatable=True),
     # proxies
@@ -1283,6 +1482,8 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("ignore-persist", BACK_ONLY, _persist_rule("ignore-persist")),
     _kw("http-reuse", BACK, _parse_http_reuse),
     _kw("retries", BACK, _int_keyword("retries", "retries", 0)),
+    _kw("load-server-state-from-file", BACK, _parse_load_server_state),
+    _kw("server-state-file-name", BACK_ONLY, _parse_server_state_file_name),
     _kw("retry-on", BACK, _parse_retry_on),
     _kw("errorfile", PROXIES, _parse_errorfile),
     _kw("http-check", BACK, _parse_http_check, "http-check expect"),
@@ -1290,6 +1491,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("http-response", FRONT_ONLY | BACK_ONLY, _header_rule("response")),
     _kw("timeout", PROXIES, _parse_timeout, "4.1 Keyword matrix"),
     _kw("option", PROXIES, _parse_option, "4.1 Keyword matrix", negatable=True),
+    _kw("stats", PROXIES, _parse_stats, "stats enable"),
     # userlist
     _kw("user", USERLIST, _userlist_line("user"), "user (userlist)"),
     _kw("group", USERLIST, _userlist_line("group"), "group (userlist)"),
@@ -1327,4 +1529,4 @@ def keywords_for(kind: str) -> list[str]:
 
 def all_keywords() -> list[Keyword]:
     """Every documented keyword: top-level ones, then ``timeout X`` and ``option X``."""
-    return [*KEYWORDS, *TIMEOUTS.values(), *OPTIONS.values()]
+    return [*KEYWORDS, *TIMEOUTS.values(), *OPTIONS.values(), *STATS.values()]

@@ -29,6 +29,25 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
+class StatsSocket:
+    """One `stats socket PATH [mode M] [level L] [expose-fd listeners]` line (global).
+
+    Attributes:
+        path: the unix socket's path.
+        mode: its permission bits (`mode`, octal in the file), None: as the umask leaves them.
+        level: "user", "operator" or "admin" (haproxy's default is admin).
+        expose_fd: `expose-fd listeners` was given (accepted, no effect: see the docs).
+    """
+
+    path: str
+    mode: int | None = None
+    level: str = "admin"
+    expose_fd: bool = False
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Global:
     """The `global` section.
 
@@ -41,6 +60,12 @@ class Global:
         maxpipes: max pipes in the pool; None = maxconn // 4 as haproxy computes it (`tune.maxpipes`).
         cpu_map: (worker number from 1, CPUs) pairs from `cpu-map`; a worker not listed runs
             on CPU (number - 1) modulo the CPUs it may use.
+        stats_sockets: the `stats socket` lines (StatsSocket), in file order.
+        server_state_file: `server-state-file`: the file the backends with
+            `load-server-state-from-file global` read their servers' states from at start
+            (None: none); relative to server_state_base unless it starts with '/'.
+        server_state_base: `server-state-base`: the directory of the state files named
+            by a relative path (None: the current directory).
         hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
             reload) may take to finish its connections before it is stopped at once; None:
             no bound (haproxy `hard-stop-after`).
@@ -53,6 +78,9 @@ class Global:
     pipesize: int | None = None
     maxpipes: int | None = None
     cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    stats_sockets: tuple["StatsSocket", ...] = ()
+    server_state_file: str | None = None
+    server_state_base: str | None = None
     hard_stop_after: float | None = None
 
 
@@ -311,6 +339,11 @@ class Backend:
         http_reuse: `http-reuse`: "never", "safe" (haproxy's default), "aggressive" or "always".
         timeouts: server-side timeouts (connect, server, queue, tunnel) are read here.
         tarpit: the hold of its ``http-request tarpit`` rules, seconds, as Frontend.tarpit.
+        load_server_state: `load-server-state-from-file`: "global" (its servers' states
+            are read from the global `server-state-file` at start), "local" (from its own
+            file, server_state_file_name) or "none".
+        server_state_file_name: `server-state-file-name`: the file "local" reads ("": the
+            backend's name), relative to `server-state-base` unless it starts with '/'.
     """
 
     name: str
@@ -345,6 +378,8 @@ class Backend:
     http_reuse: str = "safe"
     timeouts: Timeouts = field(default_factory=Timeouts)
     tarpit: float = field(default=0.0, compare=False)
+    load_server_state: str = "none"
+    server_state_file_name: str = ""
     file: str = ""
     line: int = 0
 

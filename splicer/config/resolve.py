@@ -65,16 +65,20 @@ from splicer.config.model import (
 from dataclasses import replace
 
 from splicer.http.acl import PREDEFINED, Acl, AclExpr
+from splicer.http.service import StatsSettings, stats_rule
 from splicer.http.userlist import Userlist, build_userlist
 from splicer.config.parser import Entry, RawConfig, RawSection
 from splicer.errors import ConfigError, ConfigErrors
 
 _ACCUMULATED = frozenset({"bind", "server", "default_server", "http_request", "http_response", "acl",
-                          "use_backend", "use_server", "force_persist", "ignore_persist"})
+                          "use_backend", "use_server", "force_persist", "ignore_persist",
+                          "stats_auth", "stats_admin"})
 _L7_HASHES = frozenset({"uri", "url_param", "hdr"})
-_CONDITIONAL = ("http_request", "http_response", "use_backend", "use_server", "force_persist", "ignore_persist")
+_CONDITIONAL = ("http_request", "http_response", "use_backend", "use_server", "force_persist", "ignore_persist",
+                "stats_admin")
 _KEYWORD = {"http_request": "http-request", "http_response": "http-response", "use_backend": "use_backend",
-            "use_server": "use-server", "force_persist": "force-persist", "ignore_persist": "ignore-persist"}
+            "use_server": "use-server", "force_persist": "force-persist", "ignore_persist": "ignore-persist",
+            "stats_admin": "stats admin"}
 _FRONT_TIMEOUTS = ("client", "http_request", "http_keep_alive")
 _BACK_TIMEOUTS = ("connect", "server", "queue", "tunnel", "check")
 
@@ -309,6 +313,8 @@ def _global(raw: RawConfig) -> Global:
                     merged = dict(values.get("cpu_map", ()))
                     merged.update(entry.value)
                     values["cpu_map"] = tuple(sorted(merged.items()))
+                elif entry.key == "stats_sockets":  # every `stats socket` line is one socket
+                    values["stats_sockets"] = (*values.get("stats_sockets", ()), entry.value)
                 else:
                     values[entry.key] = entry.value
     return Global(**values)  # type: ignore[arg-type]
@@ -375,6 +381,33 @@ def _bind_conditions(section: RawSection, where: str, error) -> dict:
 _SPLICE_KEYS = ("splice_request", "splice_response", "splice_auto")
 
 
+def _stats_rules(section: RawSection, settings: dict[str, Entry], bound: dict | None = None) -> tuple:
+    """The stats rule (http/service.py stats_rule()) to append to the http-request rules of
+    a section where any `stats` keyword enabled them (its own or its defaults section's),
+    in mode http; () otherwise. `stats auth` lines add up, the defaults section's first."""
+    enabled = settings.get("stats_enable")
+    if enabled is None or _value(settings, "mode", "tcp") != "http":
+        return ()
+    inherited = section.defaults.entries if section.defaults is not None else []
+    auth = tuple(e.value for e in [*inherited, *section.entries] if e.key == "stats_auth")
+    node = _value(settings, "stats_show_node", None)
+    desc = _value(settings, "stats_show_desc", None)
+    stats = StatsSettings(
+        uri=_value(settings, "stats_uri", StatsSettings.uri),  # type: ignore[arg-type]
+        refresh=float(_value(settings, "stats_refresh", 0.0)),  # type: ignore[arg-type]
+        realm=str(_value(settings, "stats_realm", StatsSettings.realm)),
+        auth=auth,
+        admin=_rules(section, "stats_admin", bound),
+        show_legends=bool(_value(settings, "stats_show_legends", False)),
+        show_version=bool(_value(settings, "stats_show_version", False))
+        and "stats_hide_version" not in settings,
+        show_node=(node or section.name) if node is not None else None,
+        show_desc=desc if desc is not None else None,
+        proxy=section.name,
+    )
+    return (stats_rule(stats, enabled.file, enabled.line),)
+
+
 def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | None,
               bound: dict | None = None) -> Frontend:
     binds: list[Bind] = []
@@ -400,7 +433,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         accept_invalid_http_request=bool(_value(settings, "accept_invalid_http_request", False)),
         idle_close_on_response=bool(_value(settings, "idle_close_on_response", True)),
         errorfiles=_errorfiles(settings),
-        http_request=_rules(section, "http_request", bound),
+        http_request=_rules(section, "http_request", bound) + _stats_rules(section, settings, bound),
         http_response=_rules(section, "http_response", bound),
         use_backend=_rules(section, "use_backend", bound),
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
@@ -455,7 +488,8 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         httpchk=_value(settings, "httpchk", None),  # type: ignore[arg-type]
         check_expect=tuple(_value(settings, "check_expect", ())),  # type: ignore[arg-type]
         errorfiles=_errorfiles(settings),
-        http_request=_rules(section, "http_request", bound) if section.kind == "backend" else (),
+        http_request=(_rules(section, "http_request", bound) + _stats_rules(section, settings, bound)
+                      if section.kind == "backend" else ()),
         http_response=_rules(section, "http_response", bound) if section.kind == "backend" else (),
         cookie=_value(settings, "cookie", None),
         persist=bool(_value(settings, "persist", False)),
@@ -466,6 +500,8 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         timeouts=Timeouts(**{name: _value(settings, "timeout." + name, None)
                              for name in _BACK_TIMEOUTS}),  # type: ignore[arg-type]
         tarpit=_tarpit(settings),
+        load_server_state=str(_value(settings, "load_server_state", "none")),
+        server_state_file_name=str(_value(settings, "server_state_file_name", "")),
         file=section.file,
         line=section.line,
     )

@@ -8,24 +8,46 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 
 from splicer.health.observe import Event, Observer
-from splicer.health.state import CheckStatus, HealthState, judge_response
+from splicer.health.state import CheckReport, CheckStatus, HealthState, judge_response
 from splicer.runtime import io
 
 log = logging.getLogger("splicer")
 
 
-async def probe(loop: asyncio.AbstractEventLoop, host: str, port: int, timeout: float) -> CheckStatus:
-    """One layer-4 check: L4OK when a TCP connection opens within `timeout` seconds."""
+async def probe(loop: asyncio.AbstractEventLoop, host: str, port: int, timeout: float) -> tuple[CheckStatus, str]:
+    """One layer-4 check: L4OK when a TCP connection opens within `timeout` seconds.
+
+    Returns:
+        (status, text): text is haproxy's last_chk, the connect error ("Connection
+        refused"), "" otherwise.
+    """
     try:
         sock = await io.connect(loop, host, port, timeout)
     except TimeoutError:
-        return CheckStatus.L4TOUT
-    except OSError:
-        return CheckStatus.L4CON
+        return CheckStatus.L4TOUT, ""
+    except OSError as exc:
+        return CheckStatus.L4CON, error_text(exc)
     sock.close()
-    return CheckStatus.L4OK
+    return CheckStatus.L4OK, ""
+
+
+def error_text(exc: OSError) -> str:
+    """haproxy's last_chk for a failed connection: the errno's text ("Connection refused")."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+_REASON = re.compile(rb"HTTP/1\.[01] [0-9]{3} ?([^\r\n]*)")
+
+
+def reason_of(data: bytes) -> str:
+    """The reason phrase of a status line (haproxy shows it as last_chk), latin-1 decoded;
+    "" when `data` holds none."""
+    m = _REASON.match(data)
+    return m.group(1)[:128].decode("latin-1") if m else ""
 
 
 STATUS_LINE_MAX = 16384
@@ -34,20 +56,21 @@ STATUS_LINE_MAX = 16384
 
 async def probe_http(loop: asyncio.AbstractEventLoop, host: str, port: int, connect_timeout: float,
                      read_timeout: float, request: bytes,
-                     expect: tuple[tuple[int, int], ...]) -> tuple[CheckStatus, int]:
+                     expect: tuple[tuple[int, int], ...]) -> tuple[CheckStatus, int, str]:
     """One layer-7 check (haproxy `option httpchk`): connect, send `request`, judge the
     status line that comes back within `read_timeout` seconds.
 
     Returns:
-        (status, code): L4CON/L4TOUT when the connection failed, L7TOUT when no status line
-        came in time, else judge_response()'s verdict.
+        (status, code, text): L4CON/L4TOUT when the connection failed, L7TOUT when no
+        status line came in time, else judge_response()'s verdict; text is haproxy's
+        last_chk (the reason phrase, or the connect error).
     """
     try:
         sock = await io.connect(loop, host, port, connect_timeout)
     except TimeoutError:
-        return CheckStatus.L4TOUT, 0
-    except OSError:
-        return CheckStatus.L4CON, 0
+        return CheckStatus.L4TOUT, 0, ""
+    except OSError as exc:
+        return CheckStatus.L4CON, 0, error_text(exc)
     try:
         deadline = loop.time() + read_timeout
         await io.send_all(loop, sock, request, read_timeout)
@@ -58,11 +81,11 @@ async def probe_http(loop: asyncio.AbstractEventLoop, host: str, port: int, conn
             if n == 0:
                 break
             got += buf[:n]
-        return judge_response(got, expect)
+        return (*judge_response(got, expect), reason_of(got))
     except TimeoutError:
-        return CheckStatus.L7TOUT, 0
-    except OSError:
-        return CheckStatus.L7RSP, 0
+        return CheckStatus.L7TOUT, 0, ""
+    except OSError as exc:
+        return CheckStatus.L7RSP, 0, error_text(exc)
     finally:
         io.forget(sock)
         sock.close()
@@ -88,15 +111,29 @@ class ServerHealth:
         self.backend = backend
         self.server = server
         self.state = HealthState(m.rise, m.fall)
+        self.report = CheckReport()  # the last check's outcome, for the stats
         self.observer = Observer(m.observe, m.error_limit, m.on_error) if m.observe else None
         self._wake: asyncio.Event | None = None  # set when an on-error event wants fastinter
+        self.last_status: CheckStatus | None = None  # the last probe's outcome (None: none yet)
         server.health = self
+
+    @property
+    def paused(self) -> bool:
+        """No check runs: the operator turned them off (`disable health`) or the server is
+        in maintenance (haproxy CHK_ST_PAUSED)."""
+        return not self.server.checking or "MAINT" in self.server.admin
+
+    def wake(self) -> None:
+        """Re-read `paused` now (the runtime API changed it): a paused loop resumes, a
+        running one pauses before its next probe."""
+        if self._wake is not None:
+            self._wake.set()
 
     def observe(self, event: Event) -> None:
         """Count one observed event; at `error-limit` errors in a row apply `on-error`
         (haproxy __health_adjust()): the health may drop (the server may go DOWN at once)
         and the check loop is woken to bring its next check forward to `fastinter`."""
-        if self.observer is None:
+        if self.observer is None or self.paused:
             return
         mode = self.observer.event(event)
         if mode is None:
@@ -127,12 +164,20 @@ class ServerHealth:
         read_timeout = bm.timeouts.check or m.inter
         self._wake = asyncio.Event()
         while True:
+            while self.paused:  # disable health, or maintenance: no probe until resumed
+                self._wake.clear()
+                await self._wake.wait()
             code = 0
+            began = loop.time()
             if bm.httpchk is None:
-                status = await probe(loop, srv.addr[0], srv.addr[1], connect_timeout)
+                status, text = await probe(loop, srv.addr[0], srv.addr[1], connect_timeout)
             else:
-                status, code = await probe_http(loop, srv.addr[0], srv.addr[1], connect_timeout,
-                                                read_timeout, bm.httpchk, bm.check_expect)
+                status, code, text = await probe_http(loop, srv.addr[0], srv.addr[1], connect_timeout,
+                                                      read_timeout, bm.httpchk, bm.check_expect)
+            self.report.record(status, code, int((loop.time() - began) * 1000), text, state.up)
+            self.last_status = status
+            if self.paused:
+                continue  # turned off while the probe ran: its result is ignored
             if status.passed and self.observer is not None:
                 self.observer.reset()
             change = state.result(status)
@@ -146,6 +191,8 @@ class ServerHealth:
                 try:
                     await asyncio.wait_for(self._wake.wait(), left)
                 except TimeoutError:
+                    break
+                if self.paused:
                     break
                 sooner = loop.time() + state.interval(m.inter, m.fastinter, m.downinter)
                 state.fast = False

@@ -8,6 +8,7 @@ L7STS, L7RSP, L7TOUT). judge_response() turns an `option httpchk` answer into on
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -25,6 +26,50 @@ class CheckStatus(Enum):
     @property
     def passed(self) -> bool:
         return self in (CheckStatus.L4OK, CheckStatus.L7OK)
+
+    @property
+    def desc(self) -> str:
+        """haproxy's short description of the status (src/check.c check_statuses[]), shown
+        as the stats `check_desc` column."""
+        return _DESCS[self]
+
+
+_DESCS = {
+    CheckStatus.L4OK: "Layer4 check passed", CheckStatus.L4CON: "Layer4 connection problem",
+    CheckStatus.L4TOUT: "Layer4 timeout", CheckStatus.L7OK: "Layer7 check passed",
+    CheckStatus.L7STS: "Layer7 wrong status", CheckStatus.L7RSP: "Layer7 invalid response",
+    CheckStatus.L7TOUT: "Layer7 timeout",
+}
+
+
+@dataclass
+class CheckReport:
+    """What the last check of a server found, as the stats page and CSV show it (haproxy's
+    check_status, check_code, check_duration, last_chk, chkfail columns).
+
+    Attributes:
+        status: the last CheckStatus value ("INI" before the first check ends, as haproxy).
+        code: the HTTP status of an `option httpchk` response (0: none).
+        duration_ms: how long the last check took, milliseconds.
+        text: haproxy's last_chk: the response's reason phrase, or the connect error's text
+            (from outside: a renderer must escape it).
+        chkfail: failed checks while the server was UP (haproxy's chkfail).
+    """
+
+    status: str = "INI"
+    code: int = 0
+    duration_ms: int = 0
+    text: str = ""
+    chkfail: int = 0
+
+    def record(self, status: CheckStatus, code: int, duration_ms: int, text: str, was_up: bool) -> None:
+        """Keep one check's outcome; a failure while the server was UP counts in chkfail."""
+        self.status = status.value
+        self.code = code
+        self.duration_ms = duration_ms
+        self.text = text
+        if not status.passed and was_up:
+            self.chkfail += 1
 
 
 DEFAULT_EXPECT = ((200, 399),)

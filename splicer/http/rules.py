@@ -53,7 +53,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from splicer.http import acl, actions, rewrite, variables
+from splicer.http import acl, actions, rewrite, service, variables
 from splicer.http import headers as hdr
 from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, render
 
@@ -61,8 +61,10 @@ ACTIONS = ("set-header", "add-header", "del-header", "replace-header", "replace-
 """Header actions of ``http-request`` and ``http-response``."""
 
 REQUEST_ACTIONS = ("set-header", "add-header", "del-header", "allow", "deny", "return", "redirect",
-                   "auth", "tarpit", "normalize-uri", "replace-header", "replace-value", *rewrite.ACTIONS, *variables.ACTIONS)
+                   "auth", "tarpit", "normalize-uri", "replace-header", "replace-value", *rewrite.ACTIONS, *variables.ACTIONS,
+                   "use-service")
 """Every action ``http-request`` supports (allow, deny, return, redirect, auth, tarpit: http/actions.py;
+use-service: http/service.py;
 normalize-uri: http/normalize.py; set-path...set-method: http/rewrite.py; set-var,
 set-var-fmt, unset-var: http/variables.py)."""
 
@@ -78,7 +80,7 @@ HAPROXY_ACTIONS = frozenset({
     "set-mark", "set-nice", "set-priority-class",
     "set-priority-offset", "set-src", "set-src-port", "set-tos",
     "silent-drop", "strict-mode", "track-sc0", "track-sc1",
-    "track-sc2", "use-service", "wait-for-body", "wait-for-handshake",
+    "track-sc2", "wait-for-body", "wait-for-handshake",
     "cache-store", "send-spoe-group", "lua",
 })
 """haproxy actions splicer refuses as "not supported" rather than "unknown"."""
@@ -168,6 +170,8 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         return actions.parse_action(action, args, condition(), base_dir, file, line, side)
     if action == "set-status":
         return actions.parse_set_status(args, condition(), file, line)
+    if action == "use-service":
+        return service.parse_use_service(args, condition(), file, line)
     if action in variables.ACTIONS:
         return variables.parse_var_rule(word, args, side, condition(), file, line)
     if action in rewrite.ACTIONS:

@@ -48,7 +48,7 @@ from splicer.http.termination import Cause
 from splicer.http.retry import RetryEvent, RetryPolicy, decide
 from splicer.runtime import io
 from splicer.runtime.pool import IdlePool, reuse_floor
-from splicer.stats import Counters
+from splicer.stats import Availability, Counters
 
 log = logging.getLogger("splicer")
 
@@ -61,6 +61,15 @@ class Server:
         health: its check and observe state (health/probes.py ServerHealth), None when it
             has no `check`.
         leases: the connections to it lent to streams now (Backend.acquire .. release).
+        admin: its administrative state (haproxy SRV_ADMF_*): "MAINT" (maintenance: no
+            traffic, no checks; `disabled`, `set server ... state maint`) and/or "DRAIN"
+            (no new balanced session; `set server ... state drain`); empty: ready.
+        weight: its weight as the operator set it (haproxy's user weight, `set server ...
+            weight`); the balancer holds 0 instead while it drains.
+        health_up: what its health says (True without `check`, or while checks are off).
+        checking: its health checks run (`disable health` turns them off).
+        last_change: when its state last changed (loop time, seconds).
+        avail: its UP/DOWN history (stats.Availability: lastchg, downtime, chkdown).
     """
 
     model: ServerModel
@@ -70,6 +79,12 @@ class Server:
     counters: Counters = field(default_factory=Counters)
     health: object = None
     leases: set = field(default_factory=set)
+    admin: set = field(default_factory=set)
+    weight: int = 1
+    health_up: bool = True
+    checking: bool = True
+    last_change: float = 0.0
+    avail: Availability = field(default_factory=Availability)
 
     def observe(self, event: Event) -> None:
         """Report what the traffic to this server showed (haproxy health_adjust(): nothing
@@ -157,9 +172,19 @@ class Backend:
         """Some server has `observe layer7` (and `check`): every response head is judged."""
         self.balancer = make_balancer(model)
         self._key_fn = key_function(model.balance_args, model.hash_type)
+        now = loop.time()
         for s in self.servers:
+            s.weight = s.model.weight
+            s.checking = s.model.check
+            s.last_change = loop.time()
             if s.model.disabled:
+                s.admin.add("MAINT")
                 self.balancer.set_up(s.index, False)
+            s.avail = Availability(not s.model.disabled, now)
+        self.avail = Availability(bool(self.balancer.group()), now)
+        """The backend's UP/DOWN history: DOWN while no server is usable (haproxy)."""
+        self.qmax = 0
+        """The most requests its queue held at once (haproxy qmax)."""
         self.counters = Counters()
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
@@ -270,6 +295,8 @@ class Backend:
                         deadline = self.loop.time() + self.queue_timeout
                     entry = [None]
                     self._queue.append(entry)
+                    if len(self._queue) > self.qmax:
+                        self.qmax = len(self._queue)
                 else:
                     self._wake_queue(after=entry)  # woken for nothing: the next one may fit
                 fut = entry[0] = self.loop.create_future()
@@ -474,8 +501,12 @@ class Backend:
         on-marked-up action (haproxy srv_update_status()): `shutdown-sessions` ends the
         streams of a server going DOWN; `shutdown-backup-sessions` ends the streams of
         every backup server when this one is active and has a weight above 0."""
-        m = self.servers[i].model
-        self.balancer.set_up(i, up and not m.disabled, self.loop.time())
+        srv = self.servers[i]
+        m = srv.model
+        srv.health_up = up
+        srv.last_change = self.loop.time()
+        self.balancer.set_up(i, up and "MAINT" not in srv.admin, self.loop.time())
+        self.note_availability()
         if not up and m.on_marked_down == "shutdown-sessions":
             n = self.shutdown_streams(i, Cause.DOWN)
             if n:
@@ -489,6 +520,83 @@ class Backend:
                             self.name, m.name, n)
         if up:
             self._wake_queue()
+
+    # -- the runtime API's changes (runtime/command.py; haproxy server.c srv_adm_set_*) ------
+
+    def set_admin(self, i: int, state: str) -> None:
+        """Set server `i`'s administrative state (haproxy `set server B/S state`).
+
+        Args:
+            state: "ready": clears maintenance and drain (haproxy srv_adm_set_ready(); a
+                server left in maintenance is as its health says); "drain": no new
+                balanced session (its weight is 0 for the balancer, as haproxy's eweight),
+                persistence may still send it requests, its streams go on, its checks
+                too; "maint": no traffic at all, checks stop, it is DOWN (its streams in
+                flight finish unless shut down with `shutdown sessions server`).
+        """
+        srv = self.servers[i]
+        was = set(srv.admin)
+        if state == "ready":
+            srv.admin.clear()
+        elif state == "drain":
+            srv.admin.discard("MAINT")
+            srv.admin.add("DRAIN")
+        elif state == "maint":
+            srv.admin.discard("DRAIN")
+            srv.admin.add("MAINT")
+        else:
+            raise ValueError(f"unknown server state {state!r}")
+        if srv.admin == was:
+            return
+        now = self.loop.time()
+        srv.last_change = now
+        self.balancer.set_weight(i, 0 if "DRAIN" in srv.admin else srv.weight)
+        self.balancer.set_up(i, srv.health_up and "MAINT" not in srv.admin, now)
+        self.note_availability()
+        if srv.health is not None:
+            srv.health.wake()  # checks stop in maintenance, resume after it
+        if "MAINT" not in srv.admin:
+            self._wake_queue()
+
+    def set_weight(self, i: int, weight: int) -> None:
+        """Set server `i`'s weight, 0..256 (haproxy `set server B/S weight`; a draining
+        server keeps 0 in the balancer until it is ready again)."""
+        srv = self.servers[i]
+        srv.weight = weight
+        if "DRAIN" not in srv.admin:
+            self.balancer.set_weight(i, weight)
+        if weight:
+            self._wake_queue()
+
+    def set_address(self, i: int, host: str, port: int) -> None:
+        """Send server `i`'s new connections (and checks) to host:port (haproxy `set server
+        B/S addr`): its idle connections to the old address are closed; streams in flight
+        go on."""
+        srv = self.servers[i]
+        srv.addr = (host, port)
+        srv.idle.close()
+
+    def set_checking(self, i: int, on: bool) -> None:
+        """Turn server `i`'s health checks on or off (haproxy `enable|disable health`):
+        with checks off, its last result is ignored and it is considered UP."""
+        srv = self.servers[i]
+        srv.checking = on
+        if srv.health is None:
+            return
+        srv.health.wake()
+        up = True if not on else srv.health.state.up
+        if up != srv.health_up:
+            self.server_state(i, up)
+
+    def note_availability(self) -> None:
+        """Bring every server's and the backend's UP/DOWN history (Availability) up to date
+        with the balancer's state now: called on each health transition, and before the
+        stats are read (so a change made elsewhere, the runtime API's, is seen too)."""
+        now = self.loop.time()
+        up = self.balancer.up
+        for s in self.servers:
+            s.avail.note(up[s.index], now)
+        self.avail.note(bool(self.balancer.group()), now)
 
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the

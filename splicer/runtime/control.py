@@ -5,6 +5,10 @@ registered in OPS. Ops:
   - "stats": `{"stats": proxy.stats()}`, this worker's counters (the JSON of splicer.stats);
   - "soft-stop": stop accepting, finish what is in flight, then exit (haproxy's soft stop,
     SIGUSR1 to a worker); answers `{"stopping": true}` at once, before the drain.
+  - "command": `{"line": "..."}`: run the runtime API line on this worker alone, at
+    admin level (runtime/command.py run_line()); answers `{"text": ...}`;
+  - "admin": `{"words": [...]}`: one command the master's stats socket parsed and checked
+    already (runtime/adminsock.py); answers runtime/command.py execute()'s reply.
 An unknown op is answered `{"error": "unknown op 'x'"}`.
 """
 from __future__ import annotations
@@ -24,9 +28,27 @@ async def _soft_stop(proxy: "Proxy", request: dict) -> dict:
     return {"stopping": True}
 
 
+async def _command(proxy: "Proxy", request: dict) -> dict:
+    from splicer.runtime.command import run_line
+
+    return {"text": run_line(proxy, str(request.get("line", "")))}
+
+
+async def _admin(proxy: "Proxy", request: dict) -> dict:
+    from splicer.admin.commands import Answer, Level, parse
+    from splicer.runtime.command import execute, server_names
+
+    got = parse(tuple(request.get("words", ())), Level.ADMIN, server_names(proxy))
+    if isinstance(got, Answer):
+        return {"text": got.text}
+    return execute(proxy, got)
+
+
 OPS: dict[str, Callable[["Proxy", dict], Awaitable[dict]]] = {
     "stats": _stats,
     "soft-stop": _soft_stop,
+    "command": _command,
+    "admin": _admin,
 }
 """op name -> `async f(proxy, request) -> reply`."""
 

@@ -37,9 +37,13 @@ def head_of(c: Completion) -> bytes:
     if c.end is JobEnd.TIMEOUT:
         exc = TimeoutError()
         exc.partial = c.head or b""
+        exc.unread = True  # the engine peeked the rest: it is still in the socket
         raise exc
     if c.end is JobEnd.TOO_LARGE:
-        raise io.HeadTooLarge("head larger than the limit", first_line=c.first_line)
+        exc = io.HeadTooLarge("head larger than the limit", first_line=c.first_line)
+        exc.partial = c.head or b""
+        exc.unread = True  # the engine peeked the rest: it is still in the socket
+        raise exc
     return c.head or b""
 
 

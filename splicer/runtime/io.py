@@ -219,6 +219,8 @@ class HeadTooLarge(ValueError):
     def __init__(self, msg: str, first_line: bool = False) -> None:
         super().__init__(msg)
         self.first_line = first_line
+        self.partial = b""  # the bytes read (or peeked) when the limit struck
+        self.unread = False  # True: only those read are in `partial`, the rest is in the socket
 
 
 async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: int,
@@ -290,7 +292,9 @@ async def recv_head(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit:
             got += sock.recv(need)
             return bytes(got)
         if len(got) + len(peek) > limit:
-            raise HeadTooLarge(f"head larger than {limit} bytes", first_line=b"\n" not in got and b"\n" not in peek)
+            exc = HeadTooLarge(f"head larger than {limit} bytes", first_line=b"\n" not in got and b"\n" not in peek)
+            exc.partial = bytes(got + peek)[:limit]  # what `show errors` prints
+            raise exc
         got += sock.recv(len(peek))
         try:
             await wait_readable(loop, sock, None if deadline is None else max(0.0, deadline - loop.time()))

@@ -47,6 +47,7 @@ from splicer import __version__
 from splicer.config.model import Bind, Config
 from splicer.errors import ConfigErrors
 from splicer.runtime import channel, mastercli
+from splicer.runtime.adminsock import AdminSockets
 from splicer.runtime.channel import Channel, ChannelClosed
 from splicer.stats import merge_stats
 
@@ -148,7 +149,7 @@ def close_inherited(keep: set[int]) -> None:
 
 
 def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], number: int, loop_kind: str,
-                 master: int, ctl: socket.socket | None = None) -> int:
+                 master: int, ctl: socket.socket | None = None, changes: tuple = ()) -> int:
     """Body of a forked worker; returns its exit status."""
     import asyncio
 
@@ -182,7 +183,7 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
         loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        proxy = Proxy(config, loop, listeners, worker=number, channel=ctl)
+        proxy = Proxy(config, loop, listeners, worker=number, channel=ctl, changes=changes)
         # what exists now (config, runtime objects, modules) lives as long as the worker: out
         # of the collector's sight; and a collection every GC_THRESHOLD allocations, not 700:
         # each request allocates a few dozen tracked objects that die young, in reference
@@ -271,6 +272,7 @@ class Master:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future | None = None
         self._kill_timer: asyncio.TimerHandle | None = None
+        self.admin = AdminSockets(self)  # the stats sockets (runtime/adminsock.py)
         self._tasks: set[asyncio.Task] = set()
 
     # -- workers ---------------------------------------------------------------------------
@@ -288,7 +290,8 @@ class Master:
             if pid == 0:  # the worker
                 status = 1
                 try:
-                    status = _worker_main(self.config, self.listeners, number, self.loop_kind, master, theirs)
+                    status = _worker_main(self.config, self.listeners, number, self.loop_kind, master, theirs,
+                                          self.admin.changes())
                 except BaseException:
                     log.exception("worker %d failed", number)
                 finally:
@@ -628,6 +631,7 @@ class Master:
         """Run the runtime API command `line` on every current worker ("command" op) and
         return their answers one after the other, in worker order; a worker that did not
         answer adds a line `worker N: error`."""
+        self.admin.note_line(line)  # a change is replayed to the workers started later
         replies = await self.ask_all({"op": "command", "line": line})
         out = []
         for r in replies:
@@ -696,11 +700,13 @@ class Master:
                 return 3
         for number in range(1, self.count + 1):
             self._spawn(number)
+        await self.admin.start()
         ready = loop.create_task(self._first_ready())
         try:
             return await self._done
         finally:
             ready.cancel()
+            self.admin.close()
             if self._cli_server is not None:
                 self._cli_server.close()
                 try:

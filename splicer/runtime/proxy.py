@@ -17,14 +17,18 @@ import os
 import signal
 import socket
 import sys
+import time
+from collections import deque
 from types import MappingProxyType
+
+from splicer import __version__
+from splicer.admin.errors import CAPTURES, ErrorCapture
 
 from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
-from splicer.runtime import io
-from splicer.runtime import control
+from splicer.runtime import command, control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
@@ -98,6 +102,7 @@ class FrontendRT:
         self.http = model.mode == "http"
         self.listeners: list[socket.socket] = []
         self.active = 0
+        self.smax = 0  # the most client connections open at once (haproxy smax)
         self.paused = False
         # the sessions waiting for a request, tracked only when a soft stop is to close them
         # (`no option idle-close-on-response`); None: kept until their next response
@@ -147,6 +152,8 @@ class FrontendRT:
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.active += 1
+            if self.active > self.smax:
+                self.smax = self.active
             self.proxy.active += 1
             self.counters.stot += 1
             if self.http:
@@ -231,10 +238,17 @@ class Proxy:
         worker: this worker's number (from 1), shown in the stats line.
         channel: this worker's end of its control channel to the master (runtime/channel.py),
             served from serve(); None: a lone proxy without a master.
+        changes: the runtime API changes the master remembers (lists of words, oldest
+            first), applied after the server-state-file (runtime/command.py).
+
+    Attributes:
+        sessions: the http sessions open now (`show sess`).
+        errors: the last refused request heads (admin.errors.ErrorCapture; `show errors`).
     """
 
     def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, listeners: dict[str, list[socket.socket]],
-                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None) -> None:
+                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None,
+                 changes: tuple = ()) -> None:
         self.config = config
         self._channel_sock = channel
         self.channel: Channel | None = None
@@ -260,7 +274,32 @@ class Proxy:
         self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]
+        self.rates = status.RateSampler(self)  # rate/rate_max columns, sampled each second
         self._stopped = asyncio.Event()
+        self.sessions: set = set()
+        self.errors: deque = deque(maxlen=CAPTURES)
+        self.error_events = 0
+        self.started = time.time()
+        command.load_server_state_file(self)
+        command.apply_changes(self, changes)
+
+    def capture_error(self, fe: FrontendRT, session, code: int, reason: str, data: bytes) -> None:
+        """Remember a request head refused with status `code` (`show errors`)."""
+        self.errors.append(ErrorCapture(time.time(), fe.name, status.proxy_ids(self)[fe.name],
+                                        f"{session.client_ip}:{session.client_port}", self.error_events,
+                                        self.worker, code, reason, bytes(data[:self.config.global_.bufsize])))
+        self.error_events += 1
+
+    def admin_context(self) -> dict:
+        """What admin.merge.combine() needs to know of this worker alone (`show info`
+        run through the "command" op; the master passes its own over the workers)."""
+        g = self.config.global_
+        now = time.time()
+        return {"version": __version__, "pid": os.getpid(), "uptime": now - self.started,
+                "start_time": self.started, "workers": 1, "maxconn": g.maxconn,
+                "maxpipes": g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1),
+                "listeners": sum(len(v) for v in self.listeners.values()), "node": socket.gethostname(),
+                "now": now}
 
     def nbsrv(self, backend: str) -> int:
         """haproxy's nbsrv(<backend>): the backend's usable servers (up, weight above 0);
@@ -286,18 +325,18 @@ class Proxy:
     def stats(self) -> dict:
         """Every counter, as printed on SIGHUP and asked by the master ("stats"): frontends,
         backends (with servers), pipes, and the password hashes verified (auth.verified) and
-        verdicts cached."""
+        verdicts cached. Each frontend, backend and server entry carries its state too
+        (runtime/status.py: status, check results, weight, lastchg, downtime, limits, rates)."""
         p = self.pool.stats()
         e = self.engine.stats()
+        now = self.loop.time()
+        ids = status.proxy_ids(self)
         return {
             "pid": os.getpid(),
             "worker": self.worker,
-            "frontends": {fe.name: dict(fe.counters.as_dict(), scur=fe.active) for fe in self.frontends},
-            "backends": {
-                be.name: dict(be.counters.as_dict(), qcur=be.queued, servers={
-                    s.model.name: dict(s.counters.as_dict(), scur=be.balancer.active[s.index])
-                    for s in be.servers})
-                for be in self.backends.values()},
+            "frontends": {fe.name: status.frontend_stats(fe, self.rates, ids[fe.name]) for fe in self.frontends},
+            "backends": {be.name: status.backend_stats(be, now, self.rates, ids[be.name])
+                         for be in self.backends.values()},
             "engine": {"spliced_bytes": e.spliced_bytes, "splice_calls": e.splice_calls,
                        "eagain_waits": e.eagain_waits, "jobs_done": e.jobs_done, "jobs_active": e.jobs_active,
                        "jobs_nopipe": e.jobs_nopipe, "timeouts": e.timeouts, "pipes_used": e.pipes_used,
@@ -375,6 +414,7 @@ class Proxy:
         # each checked server's health exists before the first request (observe feeds it)
         checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
+        self.rates.start()
         self.loop.add_signal_handler(signal.SIGUSR1, self.soft_stop)
         self.loop.add_signal_handler(signal.SIGHUP, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
@@ -388,6 +428,7 @@ class Proxy:
         finally:
             for fe in self.frontends:
                 fe.close()
+            self.rates.stop()
             for t in checks:
                 t.cancel()
             for t in list(self.tasks):

@@ -36,10 +36,11 @@ from splicer.http.h1 import HeadError, head_complete, parse_request
 from splicer.http.logformat import Message, StreamInfo
 from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView, request_view_of
+from splicer.http.service import ServiceRule
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
-from splicer.runtime import heads, io
+from splicer.runtime import heads, io, services
 from splicer.runtime.route import Decision
 from splicer.runtime.stream import Stream, record_local, record_termination
 from splicer.runtime.transfer import Side
@@ -70,7 +71,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars", "_memo_addr")
+                 "rewritten", "sess_vars", "_memo_addr", "started", "stream")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -96,6 +97,8 @@ class HttpSession:
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
+        self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
+        self.stream = None                   # its Stream in flight (`show sess`), None between
 
     @property
     def client_ip(self) -> str:
@@ -129,6 +132,7 @@ class HttpSession:
     def start(self) -> None:
         """Serve the connection: wait for its first request head (an engine job whose
         completion calls back). The session owns the socket from now on and closes it."""
+        self.fe.proxy.sessions.add(self)
         self._wait_head(True)
 
     def _wait_head(self, first: bool) -> None:
@@ -250,6 +254,7 @@ class HttpSession:
             self._closed(None)
 
     def _closed(self, _c) -> None:
+        self.fe.proxy.sessions.discard(self)
         io.forget(self.sock)
         self.sock.close()
         self.fe.session_ended()
@@ -349,7 +354,15 @@ class HttpSession:
                 await self._refuse(Cause.CLIENT_TIMEOUT, 408)
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
-            await self._refuse(Cause.PROXY, 414 if exc.first_line else 431)
+            status = 414 if exc.first_line else 431
+            data = exc.partial
+            if exc.unread:  # what `show errors` prints: the bytes the engine peeked too
+                try:
+                    data += self.sock.recv(self.route.bufsize, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except OSError:
+                    pass
+            fe.proxy.capture_error(fe, self, status, str(exc), data)
+            await self._refuse(Cause.PROXY, status)
             return False
         if not head_complete(head):
             if head:  # the client closed mid-head (between requests is no stream at all)
@@ -360,6 +373,7 @@ class HttpSession:
             req = parse_request(head, self.route.maxhdr)
         except HeadError as exc:
             fe.counters.bin += len(head)
+            fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
             await self._refuse(Cause.PROXY, exc.status)
             return False
         fe.counters.req_tot += 1
@@ -483,6 +497,8 @@ class HttpSession:
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
+        if isinstance(d.rule, ServiceRule):  # the stats page, the prometheus exporter
+            return await services.answer(self, req, raw, d.rule, be)
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
         keep = req.keep_alive and req.upgrade is None and not fe.proxy.stopping
         drain = 0

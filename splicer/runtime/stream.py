@@ -113,6 +113,7 @@ class Stream:
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
+        session.stream = self
         self.fe = session.fe
         self.be = session.be
         self.loop = session.loop
@@ -158,6 +159,8 @@ class Stream:
     def record(self) -> None:
         """Add this stream to the counters of its frontend, backend and server: bytes,
         statuses and its termination state, all in this one place."""
+        if self.s.stream is self:
+            self.s.stream = None  # over: `show sess` no longer shows it, an idle session holds none
         last = self._last
         if last is not None and last.killed is not None and not self.term.normal:
             # the connection was shut down under the stream: its end is the server's state change

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SANS_IO_PACKAGES = ("http", "balance", "config")
+SANS_IO_PACKAGES = ("http", "balance", "config", "admin")
 FORBIDDEN = ("asyncio", "socket", "splicer.engine", "splicer.runtime", "splicer._engine")
 
 

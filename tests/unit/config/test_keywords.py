@@ -58,11 +58,12 @@ def test_sections_follow_haproxy_matrix():
 def test_keywords_for_a_section():
     assert keywords_for("backend") == [
         "acl", "balance", "cookie", "default-server", "errorfile", "force-persist", "hash-balance-factor",
-        "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist", "log",
-        "mode", "no", "option", "retries", "retry-on", "server", "timeout", "use-server"]
+        "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist",
+        "load-server-state-from-file", "log", "mode", "no", "option", "retries", "retry-on", "server",
+        "server-state-file-name", "stats", "timeout", "use-server"]
     assert keywords_for("global") == [
         "chroot", "cpu-map", "daemon", "group", "hard-stop-after", "log", "maxconn", "maxpipes", "nbthread",
-        "pidfile", "stats", "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
+        "pidfile", "server-state-base", "server-state-file", "stats", "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
 
 
 @pytest.mark.parametrize("word, candidates, expected", [

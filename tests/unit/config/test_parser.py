@@ -136,7 +136,7 @@ def test_unnamed_and_named_defaults_are_accepted():
     ("listen lb", "sever s1 1.2.3.4:80",
      "unknown keyword 'sever' in listen 'lb'; did you mean 'server'?"),
     ("backend web", "http-request silent-drop",
-     "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
+     "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var, use-service)"),
     ("backend web", "stick-table type ip", "unknown keyword 'stick-table' in backend 'web'"),
 ])
 def test_unknown_keyword_suggests_a_keyword_of_that_section(section, line, message):
@@ -303,7 +303,7 @@ def test_options_valid_everywhere_but_global(section):
     ("global", "tune.maxpipes -5", "'tune.maxpipes' expects an integer, got '-5'"),
     ("global", "user", "'user' expects a user name"),
     ("global", "daemon now", "'daemon' cannot handle unexpected argument 'now'"),
-    ("global", "stats", "'stats' expects a sub-keyword"),
+    ("global", "stats", "'stats' expects 'socket' and a path, e.g. 'stats socket /run/splicer.sock'"),
     ("defaults", "maxconn +5", "'maxconn' expects an integer, got '+5'"),
     ("defaults", "maxconn 1.5", "'maxconn' expects an integer, got '1.5'"),
     ("defaults", "retries three", "'retries' expects an integer, got 'three'"),
@@ -482,9 +482,8 @@ def test_ignored_global_keywords_warn():
         "site.cfg:5: 'group' is accepted for haproxy compatibility and ignored",
         "site.cfg:6: 'chroot' is accepted for haproxy compatibility and ignored",
         "site.cfg:7: 'pidfile' is accepted for haproxy compatibility and ignored",
-        "site.cfg:8: 'stats' is accepted for haproxy compatibility and ignored",
-        "site.cfg:9: 'stats' is accepted for haproxy compatibility and ignored",
-    ]
+        "site.cfg:9: 'stats timeout' is accepted for haproxy compatibility and ignored",
+    ]  # `stats socket` (line 8) is supported: tests/unit/config/test_stats_socket_keywords.py
 
 
 def test_log_warns_and_timeout_check_and_health_check_settings_do_not():

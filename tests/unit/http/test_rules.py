@@ -106,9 +106,9 @@ def test_parse_rule_defaults_to_no_file_and_line_zero():
 
 
 @pytest.mark.parametrize("words, message", [
-    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
-    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
-    (["silent-drop"], "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var)"),
+    ([], "'http-request' expects an action (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var, use-service)"),
+    (["set-hdr"], "unknown 'http-request' action 'set-hdr' (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var, use-service)"),
+    (["silent-drop"], "'http-request silent-drop' is not supported (supported: set-header, add-header, del-header, allow, deny, return, redirect, auth, tarpit, normalize-uri, replace-header, replace-value, set-path, set-pathq, set-query, set-uri, set-method, replace-path, replace-pathq, replace-uri, set-var, set-var-fmt, unset-var, use-service)"),
     (["del-header"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"),
     (["del-header", "A", "B"], "'http-request del-header' expects exactly 1 argument(s): del-header <name>"
                                " (quote a value that holds spaces)"),

@@ -1,0 +1,214 @@
+"""The stats sockets (`stats socket` in global), served by the master's event loop.
+
+Theory of operation: the master listens on each configured unix socket; each connection
+is a CLI session (admin/line.py) at the socket's `level`. A command the session does not
+answer itself goes to the workers over the control channel (op "admin", runtime/control.py)
+and their replies are merged into one answer (admin/merge.py): the operator sees one
+splicer, not one worker at a time (where haproxy's threads share one process, splicer's
+workers are processes). A change (`set server`, `enable`/`disable`) is applied by every
+worker, and remembered here: the master hands the remembered changes to every worker it
+forks later (a worker restarted after a crash, a new generation after a reload), which
+applies them before it serves (runtime/command.py apply_changes()), so no worker ever
+serves with a state the operator changed. Only the latest change of each kind per server
+is kept.
+
+Nothing here blocks the master's loop: every socket is asyncio's; a client that stays
+silent for IDLE_TIMEOUT seconds is disconnected (haproxy's `stats timeout`, 10 s).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import stat
+import time
+from typing import TYPE_CHECKING
+
+from splicer import __version__
+from splicer.admin.commands import ANY, CHANGE, LEVELS, Answer, Command, Level, parse
+from splicer.admin.line import MAX_LINE, CliSession, answer, split_commands
+from splicer.admin.merge import combine
+
+if TYPE_CHECKING:
+    from splicer.runtime.master import Master
+
+log = logging.getLogger("splicer")
+
+IDLE_TIMEOUT = 10.0
+"""Seconds a stats socket client may stay silent before it is disconnected (haproxy's
+default `stats timeout`)."""
+
+WORKER_TIMEOUT = 5.0
+"""Seconds the master waits for each worker's answer to a command."""
+
+
+def _aspect(cmd: Command) -> str:
+    """What part of a server a change sets (one remembered change per server and part)."""
+    if cmd.name in ("enable server", "disable server") or cmd.action == "state":
+        return "state"
+    if cmd.name in ("enable health", "disable health"):
+        return "health"
+    return cmd.action
+
+
+def bind_unix(path: str, mode: int | None) -> socket.socket:
+    """A listening unix socket at `path` with permissions `mode` from its first instant:
+    bound under a temporary name, given its mode, then renamed over `path` (as haproxy does),
+    so a stale socket file is replaced and no client can connect with the umask's rights.
+
+    Raises:
+        OSError: the directory is missing or not writable, or `path` is not a socket.
+    """
+    if os.path.lexists(path) and not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise FileExistsError(17, f"{path} exists and is not a socket")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        s.bind(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        s.listen(64)
+        os.rename(tmp, path)
+    except OSError:
+        s.close()
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    s.setblocking(False)
+    return s
+
+
+class AdminSockets:
+    """The master's stats sockets and the changes it remembers.
+
+    Args:
+        master: the Master (its config, ask(), ask_all(), current()).
+    """
+
+    def __init__(self, master: "Master") -> None:
+        self.master = master
+        self.started = time.time()
+        self._servers: list[tuple[asyncio.AbstractServer, str]] = []
+        self._changes: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        self._clients: set[asyncio.Task] = set()
+
+    # -- remembered changes ------------------------------------------------------------------
+
+    def changes(self) -> tuple[tuple[str, ...], ...]:
+        """The changes to replay on a new worker (words of each command, oldest first)."""
+        return tuple(self._changes.values())
+
+    def note(self, cmd: Command) -> None:
+        """Remember a change every worker applied."""
+        key = (cmd.backend, cmd.server, _aspect(cmd))
+        self._changes.pop(key, None)
+        self._changes[key] = cmd.words
+
+    def note_line(self, line: str) -> None:
+        """Remember the changes of a CLI line run through Master.cluster_command() (the
+        stats page's actions)."""
+        names = self._names()
+        for words in split_commands(line):
+            got = parse(words, Level.ADMIN, names)
+            if isinstance(got, Command) and got.kind == CHANGE:
+                self.note(got)
+
+    # -- the sockets -------------------------------------------------------------------------
+
+    def _names(self) -> dict[str, tuple[str, ...]]:
+        return {name: tuple(s.name for s in be.servers) for name, be in self.master.config.backends.items()}
+
+    async def start(self) -> None:
+        """Listen on every `stats socket` of the configuration. A stale socket file left by
+        a previous run is replaced; a path that cannot be bound is logged and skipped."""
+        for sock in self.master.config.global_.stats_sockets:
+            path = sock.path
+            try:
+                listening = bind_unix(path, sock.mode)
+            except OSError as exc:
+                log.error("stats socket %s: %s", path, exc.strerror or exc)
+                continue
+            server = await asyncio.start_unix_server(
+                lambda r, w, lvl=LEVELS[sock.level]: self._accepted(r, w, lvl), sock=listening, limit=MAX_LINE)
+            self._servers.append((server, path))
+            log.info("stats socket %s (level %s)", path, sock.level)
+
+    def close(self) -> None:
+        """Stop listening, remove the socket files, end the open sessions."""
+        for server, path in self._servers:
+            server.close()
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._servers.clear()
+        for t in list(self._clients):
+            t.cancel()
+
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, level: Level) -> None:
+        task = asyncio.get_running_loop().create_task(self._session(reader, writer, level))
+        self._clients.add(task)
+        task.add_done_callback(self._clients.discard)
+
+    async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, level: Level) -> None:
+        session = CliSession(level, self._names())
+        buf = b""
+        try:
+            while not session.closed:
+                data = await asyncio.wait_for(reader.read(MAX_LINE), IDLE_TIMEOUT)
+                if not data:  # the client is done: a last line without its end of line runs
+                    lines, buf = ([buf] if buf.strip() else []), b""
+                    session.eof()
+                else:
+                    buf += data
+                    *lines, buf = buf.split(b"\n")
+                    if len(buf) > MAX_LINE:
+                        break  # a line longer than MAX_LINE: haproxy closes too
+                for k, raw in enumerate(lines):
+                    line = raw.decode("utf-8", "replace").rstrip("\r")
+                    for step in session.handle(line, more=k < len(lines) - 1 or bool(buf)):
+                        if isinstance(step, Answer):
+                            writer.write(step.text.encode())
+                        else:
+                            writer.write(answer(await self.run(step)).encode())
+                        await writer.drain()
+                    if session.closed:
+                        break
+        except (TimeoutError, ConnectionError):
+            pass
+        except Exception:
+            log.exception("stats socket session failed")
+        finally:
+            writer.close()
+
+    # -- running a command on the workers ----------------------------------------------------
+
+    def context(self) -> dict:
+        """What admin.merge.combine() needs that only the master knows."""
+        g = self.master.config.global_
+        now = time.time()
+        return {"version": __version__, "pid": os.getpid(), "uptime": now - self.started,
+                "start_time": self.started, "workers": len(self.master.current()), "maxconn": g.maxconn,
+                "maxpipes": g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1),
+                "listeners": sum(len(v) for v in self.master.listeners.values()),
+                "node": socket.gethostname(), "now": now}
+
+    async def run(self, cmd: Command) -> str:
+        """Run `cmd` on the workers (ANY: the first one) and return the merged answer; a
+        change every worker accepted is remembered for the workers started later."""
+        request = {"op": "admin", "words": list(cmd.words)}
+        workers = self.master.current()
+        if not workers:
+            return "No worker is running.\n"
+        if cmd.kind == ANY:
+            replies = [await self.master.ask(workers[0].number, request, WORKER_TIMEOUT)]
+        else:
+            replies = await self.master.ask_all(request, WORKER_TIMEOUT)
+        if cmd.kind == CHANGE and any("error" not in r for r in replies):
+            self.note(cmd)
+        return combine(cmd, replies, self.context())
