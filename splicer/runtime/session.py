@@ -70,7 +70,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars")
+                 "rewritten", "sess_vars", "t_accept", "t_idle")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -95,6 +95,7 @@ class HttpSession:
         self.rewritten = False               # the rules changed the request's method or fields
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
+        self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
 
     @property
     def client_ip(self) -> str:
@@ -135,6 +136,8 @@ class HttpSession:
         response reads it already (next_head), or a head job is submitted; when the engine
         cannot take one, a task reads it on the loop."""
         pending, self.next_head = self.next_head, None
+        if not first:
+            self.t_idle = self.loop.time()
         engine = self.fe.mover.engine
         if pending is not None:
             self._job = pending
@@ -180,6 +183,10 @@ class HttpSession:
                 self.spawn(self._run_stream(stream))
             return
         if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
+            if not self.streams and self.fe.logger is not None and c.end is not JobEnd.CANCELLED:
+                # a connection that sent nothing at all (a probe): haproxy logs it, unless
+                # option dontlognull
+                self.fe.logger.refused(self, Termination(Cause.CLIENT_ABORT, Phase.REQUEST), 0, 0, 0)
             self.close()  # closed between requests (or the engine stopped): no stream at all
             return
         self.spawn(self._stream(False, c))  # a timeout, a partial or oversized head
@@ -301,19 +308,24 @@ class HttpSession:
             pass
         return sent
 
-    async def _refuse(self, cause: Cause, status: int) -> None:
+    async def _refuse(self, cause: Cause, status: int, received: int = 0) -> None:
         """End a stream in its request phase (nothing reached a server): answer `status`
-        (0: none) and count it on the frontend."""
+        (0: none), count it on the frontend and log it (`received`: bytes the client sent)."""
         if self.fe.switching is not None:
             # refused before any rule chose a backend: the frontend's default route answers
             self.be, self.route = self.fe.backend, self.fe.route
         fe = self.fe.counters
+        sent = 0
         if status:
             fe.count_status(status)
             if self.be is not None:
                 self.be.counters.count_status(status)
-            fe.bout += await self.reply_error(status)
-        record_termination(Termination(cause, Phase.REQUEST), fe, None, None)
+            sent = await self.reply_error(status)
+            fe.bout += sent
+        t = Termination(cause, Phase.REQUEST)
+        record_termination(t, fe, None, None)
+        if self.fe.logger is not None:
+            self.fe.logger.refused(self, t, status, sent, received)
 
     def stream_info(self) -> StreamInfo | None:
         """What header-rule samples read about this session (None when no rule needs it)."""
@@ -339,21 +351,21 @@ class HttpSession:
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.bin += len(exc.partial)
-                await self._refuse(Cause.CLIENT_TIMEOUT, 408)
+                await self._refuse(Cause.CLIENT_TIMEOUT, 408, len(exc.partial))
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
-            await self._refuse(Cause.PROXY, 414 if exc.first_line else 431)
+            await self._refuse(Cause.PROXY, 414 if exc.first_line else 431, self.route.bufsize)
             return False
         if not head_complete(head):
             if head:  # the client closed mid-head (between requests is no stream at all)
                 fe.counters.bin += len(head)
-                await self._refuse(Cause.CLIENT_ABORT, 0)
+                await self._refuse(Cause.CLIENT_ABORT, 0, len(head))
             return False
         try:
             req = parse_request(head, self.route.maxhdr)
         except HeadError as exc:
             fe.counters.bin += len(head)
-            await self._refuse(Cause.PROXY, exc.status)
+            await self._refuse(Cause.PROXY, exc.status, len(head))
             return False
         fe.counters.req_tot += 1
         if fe.switching is not None:

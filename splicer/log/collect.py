@@ -1,0 +1,152 @@
+"""What a finished stream (or a request refused before it became one) leaves for the access
+log: the LogRecord (record.py) read from the runtime objects, once, when it ends.
+
+Rule: this is the only module of splicer/log that reads runtime objects (Stream,
+HttpSession, FrontendRT, Backend); it takes what the format needs and makes the record,
+doing no formatting. The timers follow haproxy 8.4, measured on the loop's clock:
+  - first request of a connection: Th = Ti = 0 and TR runs from the accept to the end of
+    the request head (splicer reads a head whole, in the engine: the first byte's time is
+    not seen apart); a later request on the connection: Ti runs from the end of the
+    previous response to its head, and TR is 0;
+  - Tw: from the head to a server connection, less Tc; Tc: the successful connect (0 on a
+    reused connection); Tr: from the server connection to the final response head;
+  - Ta: from the request's start to the end of the stream; Tt = Th + Ti + Ta.
+-1 marks an event that never happened.
+"""
+from __future__ import annotations
+
+from splicer.http.termination import Phase
+from splicer.log.record import LogRecord
+
+NOSRV = "<NOSRV>"
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000.0 + 0.5) if seconds > 0 else 0
+
+
+def request_line(raw: bytes) -> bytes:
+    """The request line of a head as received (empty lines before it skipped)."""
+    start = 0
+    while raw.startswith(b"\r\n", start):
+        start += 2
+    end = raw.find(b"\r\n", start)
+    return raw[start:end] if end >= 0 else raw[start:]
+
+
+def _capture(fields, wanted: tuple) -> tuple:
+    """The last occurrence of each captured field, cut to its length (haproxy `capture`)."""
+    if not wanted:
+        return ()
+    found: dict[bytes, bytes] = {}
+    names = {n for n, _ in wanted}
+    for n, v in fields:
+        ln = n.lower()
+        if ln in names:
+            found[ln] = v
+    return tuple(found[n][:k] if n in found else None for n, k in wanted)
+
+
+def _response_fields(raw: bytes) -> list:
+    """The fields of a raw response head (for captures only: the head was parsed already)."""
+    out = []
+    for line in raw.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            out.append((name.strip(), value.strip()))
+    return out
+
+
+def _conns(fe, be, srv) -> tuple[int, int, int, int, int]:
+    """(ac, fc, bc, sc, bq) as haproxy's %ac/%fc/%bc/%sc/%bq show them now."""
+    proxy = fe.proxy
+    if be is None:
+        return proxy.active, fe.active, 0, 0, 0
+    active = be.balancer.active
+    return (proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0, be.queued)
+
+
+def stream_record(st, logger, now: float) -> LogRecord:
+    """The record of the finished http Stream `st` (runtime/stream.py), at loop time `now`."""
+    s = st.s
+    fe = st.fe
+    hub = logger.hub
+    first = st._first
+    if first:
+        start, Ti, TR = s.t_accept, 0, _ms(st.t_head - s.t_accept)
+    else:
+        start, Ti, TR = st.t_head, _ms(st.t_head - s.t_idle), 0
+    srv = st.server
+    lease = st._last
+    if st.t_lease:
+        Tc = _ms(lease.connect) if lease is not None else 0
+        Tw = max(0, _ms(st.t_lease - st.t_head) - Tc)
+        Tr = _ms(st.t_resp - st.t_lease) if st.t_resp else -1
+    else:
+        phase = st.term.phase
+        Tw = _ms(now - st.t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
+        Tc = Tr = -1
+    Ta = _ms(now - start)
+    ac, fc, bc, sc, bq = _conns(fe, st.be, srv)
+    ts = str(st.term)
+    raw = st.raw
+    req = st.req
+    fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
+    caps = fe.captures
+    up, down = st.up, st.down
+    off = hub.offset
+    return LogRecord(
+        s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
+        0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
+        fe.name, st.be.name, srv.model.name if srv is not None else NOSRV,
+        st.status or -1, st.head_out + down.moved, st.head_in + up.moved,
+        ts, ts + "--", ac, fc, bc, sc, st.retries, st.redispatched, 0, bq,
+        _capture(req.headers, caps[0]) if caps[0] else (),
+        _capture(_response_fields(st._resp_raw), caps[1]) if caps[1] else (),
+        request_line(raw), req.method, req.target, b"HTTP/" + req.version,
+        up.spliced + down.spliced, up.copied + down.copied, logger.next_id(), "http")
+
+
+def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
+                   head: bytes = b"") -> LogRecord:
+    """The record of a request refused (or a connection closed) before any stream: a head
+    that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
+    frontend as backend, no backend having been chosen yet)."""
+    fe = s.fe
+    off = logger.hub.offset
+    start = s.t_accept if not s.streams else s.t_idle
+    fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
+    caps = fe.captures
+    Ta = _ms(now - start)
+    return LogRecord(
+        s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
+        0, 0 if s.streams else -1, -1, -1, -1, -1, Ta, Ta,
+        fe.name, fe.name, NOSRV, status or -1, sent, received,
+        str(term), str(term) + "--", fe.proxy.active, fe.active, 0, 0, 0, False, 0, 0,
+        (None,) * len(caps[0]), (None,) * len(caps[1]), b"", b"", b"", b"", 0, 0, logger.next_id(), "http")
+
+
+def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: float, logger,
+                  now: float) -> LogRecord:
+    """The record of a tcp-mode session (`option tcplog`): Tw/Tc up to the server
+    connection, Tt the whole session."""
+    ci, cp = (peer[0], peer[1]) if isinstance(peer, tuple) else ("unknown", 0)
+    off = logger.hub.offset
+    be = fe.backend
+    srv = lease.server if lease is not None else None
+    if lease is not None:
+        Tc = _ms(lease.connect)
+        Tw = max(0, _ms(t_lease - t_accept) - Tc)
+    else:
+        Tw, Tc = _ms(now - t_accept), -1
+    Tt = _ms(now - t_accept)
+    ac, fc, bc, sc, bq = _conns(fe, be, srv)
+    ts = str(term)
+    return LogRecord(
+        ci, cp, "", 0, t_accept + off, t_accept + off, 0, -1, -1, Tw, Tc, -1, Tt, Tt,
+        fe.name, be.name if be is not None else fe.name, srv.model.name if srv is not None else NOSRV,
+        -1, down.moved if down is not None else 0, up.moved if up is not None else 0,
+        ts, ts + "--", ac, fc, bc, sc, lease.failures if lease is not None else 0,
+        bool(lease is not None and lease.redispatched), 0, bq, (), (), b"", b"", b"", b"",
+        (up.spliced + down.spliced) if up is not None else 0, (up.copied + down.copied) if up is not None else 0,
+        logger.next_id(), "tcp")

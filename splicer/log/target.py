@@ -1,0 +1,158 @@
+"""Where log messages go: the I/O of one `log` target (haproxy configuration.txt 4.2 "log").
+
+Rule: nothing here ever blocks the worker. Every socket is non-blocking and every write is
+tried once: a message the target cannot take now (a full socket buffer or pipe, a syslog
+daemon gone, a unix socket removed, an ICMP port-unreachable on UDP) is dropped and counted
+in `dropped`, never retried or waited for (haproxy counts the same in DroppedLogs).
+
+Theory of operation. A Target gets the messages of one batch at once (send()):
+  - DatagramTarget (UDP syslog, unix datagram sockets): one send() per message on a
+    connected socket; a unix socket that is not there (yet, or any more) is looked for
+    again at the next batch, at most once a second.
+  - StreamTarget (stdout, stderr, fd@<n>, splicer's file@<path>): the batch joined and
+    written with one write(); what a short write leaves is dropped. A file is opened with
+    O_APPEND, so several workers' lines never overwrite each other (each write of up to
+    PIPE_BUF bytes on a pipe, and each O_APPEND write on a local file, lands whole).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import time
+
+from splicer.config.model import LogTarget
+
+RETRY_CONNECT = 1.0
+"""Seconds between two attempts to reach a unix socket target that was not there."""
+
+
+class Target:
+    """One opened target.
+
+    Attributes:
+        address: as written in the configuration; sent / dropped: messages so far.
+    """
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.sent = 0
+        self.dropped = 0
+
+    def send(self, frames: list[bytes]) -> None:
+        """Send the framed messages of one batch (never blocks; see the module rule)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close what was opened (the process's stdout/stderr stay open)."""
+
+
+class DatagramTarget(Target):
+    """UDP syslog (`host:port`, `udp@host:port`) or a unix datagram socket (`/path`)."""
+
+    def __init__(self, model: LogTarget) -> None:
+        super().__init__(model.address)
+        self.model = model
+        self.sock: socket.socket | None = None
+        self._next_try = 0.0
+        self._connect()
+
+    def _connect(self) -> None:
+        m = self.model
+        try:
+            if m.kind == "unix":
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                addr: object = m.path
+            else:
+                info = socket.getaddrinfo(m.host, m.port, type=socket.SOCK_DGRAM)[0]
+                sock = socket.socket(info[0], socket.SOCK_DGRAM)
+                addr = info[4]
+        except OSError:
+            self._next_try = time.monotonic() + RETRY_CONNECT
+            return
+        sock.setblocking(False)
+        try:
+            sock.connect(addr)
+        except OSError:
+            sock.close()
+            self._next_try = time.monotonic() + RETRY_CONNECT
+            return
+        self.sock = sock
+
+    def send(self, frames: list[bytes]) -> None:
+        if self.sock is None:
+            if time.monotonic() >= self._next_try:
+                self._connect()
+            if self.sock is None:
+                self.dropped += len(frames)
+                return
+        send = self.sock.send
+        for i, frame in enumerate(frames):
+            try:
+                send(frame)
+                self.sent += 1
+            except (BlockingIOError, InterruptedError):
+                self.dropped += 1  # the socket buffer is full: no waiting
+            except ConnectionRefusedError:
+                self.dropped += 1  # UDP: an earlier datagram met a closed port (ICMP)
+            except OSError as exc:
+                # a unix socket whose reader went away: drop this batch, look for it again later
+                self.dropped += len(frames) - i
+                if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN, errno.EDESTADDRREQ) \
+                        or self.model.kind == "unix":
+                    self.sock.close()
+                    self.sock = None
+                    self._next_try = time.monotonic() + RETRY_CONNECT
+                return
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+class StreamTarget(Target):
+    """A file descriptor (`stdout`, `stderr`, `fd@<n>`) or a file (`file@<path>`)."""
+
+    def __init__(self, model: LogTarget) -> None:
+        super().__init__(model.address)
+        self._own = model.kind == "file"
+        if self._own:
+            self.fd = os.open(model.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC,
+                              0o640)
+        else:
+            self.fd = model.fd
+
+    def send(self, frames: list[bytes]) -> None:
+        data = b"".join(frames)
+        try:
+            n = os.write(self.fd, data)
+        except (BlockingIOError, InterruptedError):
+            self.dropped += len(frames)
+            return
+        except OSError:
+            self.dropped += len(frames)
+            return
+        if n == len(data):
+            self.sent += len(frames)
+            return
+        # a short write: the messages wholly written count as sent, the rest is dropped
+        done = 0
+        for frame in frames:
+            done += len(frame)
+            if done <= n:
+                self.sent += 1
+            else:
+                self.dropped += 1
+
+    def close(self) -> None:
+        if self._own:
+            os.close(self.fd)
+            self._own = False
+
+
+def open_target(model: LogTarget) -> Target:
+    """The Target for a `log` line's target (raises OSError when a file cannot be opened)."""
+    if model.kind in ("fd", "file"):
+        return StreamTarget(model)
+    return DatagramTarget(model)
