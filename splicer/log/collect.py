@@ -108,11 +108,22 @@ def stream_record(st, logger, now: float) -> LogRecord:
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
-                   head: bytes = b"") -> LogRecord:
+                   req=None, raw: bytes = b"", backend: str = "") -> LogRecord:
     """The record of a request refused (or a connection closed) before any stream: a head
     that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
-    frontend as backend, no backend having been chosen yet)."""
+    frontend as backend, no backend having been chosen yet); or, with `req` (its head
+    `raw`), a request answered by splicer itself (an http-request rule, a 503 for want of a
+    backend, an ambiguous target refused), logged with its request line and `backend`."""
     fe = s.fe
+    if req is not None:
+        caps = fe.captures
+        line, method, uri, version = request_line(raw), req.method, req.target, b"HTTP/" + req.version
+        hr = _capture(req.headers, caps[0]) if caps[0] else ()
+        TR = _ms(s.t_idle - s.t_accept) if not s.streams else 0
+    else:
+        line = method = uri = version = b""
+        hr = (None,) * len(fe.captures[0])
+        TR = -1
     off = logger.hub.offset
     start = s.t_accept if not s.streams else s.t_idle
     fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
@@ -120,10 +131,10 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
     Ta = _ms(now - start)
     return LogRecord(
         s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
-        0, 0 if s.streams else -1, -1, -1, -1, -1, Ta, Ta,
-        fe.name, fe.name, NOSRV, status or -1, sent, received,
+        0, 0 if s.streams else -1, TR, -1, -1, -1, Ta, Ta,
+        fe.name, backend or fe.name, NOSRV, status or -1, sent, received,
         str(term), str(term) + "--", fe.proxy.active, fe.active, 0, 0, 0, False, 0, 0,
-        (None,) * len(caps[0]), (None,) * len(caps[1]), b"", b"", b"", b"", 0, 0, logger.next_id(), "http")
+        hr, (None,) * len(caps[1]), line, method, uri, version, 0, 0, logger.next_id(), "http")
 
 
 def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: float, logger,

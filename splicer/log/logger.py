@@ -139,6 +139,11 @@ class Logger:
             return
         self.add(refused_record(session, self, term, status, sent, received, self.loop.time()))
 
+    def local(self, session, req, raw: bytes, term, status: int, sent: int, received: int, backend: str) -> None:
+        """Log a request splicer answered itself (session._answer_locally)."""
+        self.add(refused_record(session, self, term, status, sent, received, self.loop.time(), req, raw,
+                                backend))
+
     def add(self, record) -> None:
         """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting)."""
         q = self.queue

@@ -456,10 +456,15 @@ class HttpSession:
         fe = self.fe
         c = fe.counters
         c.bin += len(raw)
+        lg = fe.logger
         if d.rule is None:
             c.count_status(503)
-            c.bout += await self.reply_error(503)
-            record_termination(Termination(Cause.SERVER_ABORT, Phase.CONNECT), c, None, None)
+            sent = await self.reply_error(503)
+            c.bout += sent
+            t = Termination(Cause.SERVER_ABORT, Phase.CONNECT)
+            record_termination(t, c, None, None)
+            if lg is not None:
+                lg.local(self, req, raw, t, 503, sent, len(raw), "")
             return False
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
@@ -482,8 +487,10 @@ class HttpSession:
             keep, drain = False, 0
             term = Termination(Cause.PROXY, Phase.TARPIT)
             if not await self._hold(be.model.tarpit if be is not None else fe.model.tarpit):
-                record_local(Termination(Cause.CLIENT_ABORT, Phase.TARPIT), d.rule.counter, c,
-                             be.counters if be is not None else None)
+                t = Termination(Cause.CLIENT_ABORT, Phase.TARPIT)
+                record_local(t, d.rule.counter, c, be.counters if be is not None else None)
+                if lg is not None:
+                    lg.local(self, req, raw, t, 0, 0, len(raw), be.name if be is not None else "")
                 return False
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
@@ -494,9 +501,11 @@ class HttpSession:
         for counters in (c, be.counters if be is not None else None):
             if counters is not None:
                 counters.count_status(status)
+        sent = 0
         try:
             await io.send_all(self.loop, self.sock, data, self.t_client)
             c.bout += len(data)
+            sent = len(data)
         except (OSError, TimeoutError):
             keep = False
         if keep and drain:
@@ -504,6 +513,9 @@ class HttpSession:
             c.bin += got
             keep = got == drain
         record_local(term, d.rule.counter, c, be.counters if be is not None else None)
+        if lg is not None:
+            lg.local(self, req, raw, term, status, sent, len(raw) + (got if keep and drain else 0),
+                     be.name if be is not None else "")
         return keep
 
     async def _hold(self, delay: float) -> bool:

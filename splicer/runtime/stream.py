@@ -283,6 +283,7 @@ class Stream:
                                              picked=picked, key=key, min_uses=floor or 0, force=force)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
+                    self.retries += getattr(exc, "retries", 0)
                     self.end(*Termination.parse(exc.termination))
                     await self.reply_error(503)
                     return False
