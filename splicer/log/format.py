@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 from splicer.http.logformat import RuleError, scan
@@ -85,7 +84,7 @@ NEEDS_DST = ("r.fi", "r.fp")
 _FLAGS = frozenset({"Q", "E", "X", "json"})
 
 _PID = os.getpid()
-_HOST = socket.gethostname()
+_HOST = os.uname().nodename
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _dates: dict[int, str] = {}
 
@@ -209,8 +208,9 @@ class LogFormat:
                     raise RuleError(f"unknown log-format flag '{f}' in '{text}' (known: E, Q, X, json)")
                 (on.add if sign == "+" else on.discard)(f)
             if kind_ == "alias" and what == "o":
-                sticky = on  # %o: its flags apply to every later item
+                sticky = on  # %o: its flags apply to every later item; it shows nothing
                 use_json = use_json or "json" in on
+                pieces.append(("drop", ""))
                 continue
             if kind_ == "alias":
                 entry = _ALIASES.get(what)
