@@ -20,6 +20,8 @@ from splicer.log.record import LogRecord
 
 NOSRV = "<NOSRV>"
 
+_new = tuple.__new__  # LogRecord's fields in order, without NamedTuple's keyword-handling __new__
+
 
 def _ms(seconds: float) -> int:
     return int(seconds * 1000.0 + 0.5) if seconds > 0 else 0
@@ -95,7 +97,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
     caps = fe.captures
     up, down = st.up, st.down
     off = hub.offset
-    return LogRecord(
+    return _new(LogRecord, (
         s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
         0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
         fe.name, st.be.name, srv.model.name if srv is not None else NOSRV,
@@ -104,7 +106,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
         _capture(req.headers, caps[0]) if caps[0] else (),
         _capture(_response_fields(st._resp_raw), caps[1]) if caps[1] else (),
         request_line(raw), req.method, req.target, b"HTTP/" + req.version,
-        up.spliced + down.spliced, up.copied + down.copied, logger.next_id(), "http")
+        up.spliced + down.spliced, up.copied + down.copied, logger.next_id(), "http"))
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
