@@ -77,6 +77,21 @@ class LogHub:
         self.loggers.append(lg)
         return lg
 
+    def events(self, targets: tuple[LogTarget, ...]) -> "EventLog | None":
+        """An EventLog for a backend's `log` lines (None: none can be opened)."""
+        host = os.uname().nodename
+        sinks = []
+        for m in targets:
+            t = self.target(m)
+            if t is not None:
+                sinks.append((t, Framer(m.format, m.facility, m.level, m.minlevel, TAG, os.getpid(), host,
+                                        m.maxlen if (m.explicit_len or m.kind not in ("fd", "file")) else 0)))
+        if not sinks:
+            return None
+        ev = EventLog(self, sinks)
+        self.loggers.append(ev)
+        return ev
+
     def flush(self) -> None:
         """Write every pending batch now (at stop)."""
         for lg in self.loggers:
@@ -175,3 +190,40 @@ class Logger:
         for target, framer in self.sinks:
             frame = framer.frame
             target.send([frame(INFO, line, now) for line in lines])
+
+
+class EventLog:
+    """A backend's log of events (server state changes, health checks with `option
+    log-health-checks`): text lines at a severity each, batched as traffic lines are.
+    haproxy's levels: "alert" for a server going down, "notice" for one coming up, "info"
+    for a health check result."""
+
+    __slots__ = ("hub", "sinks", "queue", "_timer")
+
+    def __init__(self, hub: LogHub, sinks: list[tuple[Target, Framer]]) -> None:
+        self.hub = hub
+        self.sinks = sinks
+        self.queue: list[tuple[int, str]] = []
+        self._timer = None
+
+    def add(self, level: int, text: str) -> None:
+        """Queue one line of severity `level` (0..7); dropped and counted past MAX_QUEUE."""
+        if len(self.queue) >= MAX_QUEUE:
+            self.hub.queue_drops += 1
+            return
+        self.queue.append((level, text))
+        if self._timer is None:
+            self._timer = self.hub.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        events, self.queue = self.queue, []
+        if not events:
+            return
+        now = time.time()
+        for target, framer in self.sinks:
+            frames = [framer.frame(level, text, now) for level, text in events if level <= framer.level]
+            if frames:
+                target.send(frames)

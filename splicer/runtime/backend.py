@@ -163,6 +163,7 @@ class Backend:
             if s.model.disabled:
                 self.balancer.set_up(s.index, False)
         self.counters = Counters()
+        self.events = None  # its EventLog (splicer/log/logger.py): its `log` lines, set by the Proxy
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
         # request wants its own server, nor random, whose draw may land on a full one)

@@ -260,6 +260,8 @@ class Proxy:
                              bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
+        for be in self.backends.values():  # server state changes and health checks go to its `log` lines
+            be.events = self.logs.events(be.model.logs) if be.model.logs else None
         self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]

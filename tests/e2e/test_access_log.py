@@ -337,3 +337,25 @@ def test_ambiguous_target_refused_locally_is_logged_with_its_request(start_splic
     assert resp.startswith(b"HTTP/1.1 400 ")
     f = parse(lines_of(path, 1, "/ok/a")[0])
     assert (f["r"], f["ST"], f["s"], f["tsc"]) == ("GET /ok/a#23b HTTP/1.1", "400", "<NOSRV>", "PR--")
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_server_state_changes_and_log_health_checks(start_splicer, tmp_path, origin, checks):
+    path = tmp_path / "backend.log"
+    port = free_port()
+    cfg = http_config(port, [("o1", origin.port), ("gone", free_port())], server_opts="check inter 100ms fall 2 rise 2",
+                      extra_backend=f"    log file@{path} format raw daemon\n"
+                                    + ("    option log-health-checks\n" if checks else ""))
+    start_splicer(cfg, [port])
+    (down,) = lines_of(path, 1, "Server farm/gone is DOWN")
+    assert down == "Server farm/gone is DOWN, reason: L4CON, 2 in a row."
+    with open(path) as f:
+        text = f.read()
+    lines = text.splitlines()
+    failed = [ln for ln in lines if ln.startswith("Health check for server farm/gone failed")]
+    o1 = [ln for ln in lines if "farm/o1" in ln]
+    if checks:  # a check whose result differs from the last one's: the first of each server, here
+        assert failed == ["Health check for server farm/gone failed, reason: L4CON, status: 1/2 UP."]
+        assert o1 == ["Health check for server farm/o1 succeeded, reason: L4OK, status: 2/2 UP."]
+    else:  # only state changes: a server that stays up logs nothing
+        assert (failed, o1) == ([], [])
