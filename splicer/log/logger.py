@@ -147,6 +147,13 @@ class Logger:
         """Log the http Stream `st` that just ended (runtime/stream.py Stream.record)."""
         self.add(stream_record(st, self, self.loop.time()))
 
+    def tunnel(self, record) -> None:
+        """Log a tcp-mode connection (collect.tunnel_record); `option dontlognull` skips
+        one on which the client sent nothing."""
+        if record.U == 0 and self.dontlognull:
+            return
+        self.add(record)
+
     def refused(self, session, term, status: int, sent: int, received: int) -> None:
         """Log a request refused (or a connection closed) before it became a stream;
         `option dontlognull` skips one on which the client sent nothing."""

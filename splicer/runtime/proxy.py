@@ -184,7 +184,7 @@ class FrontendRT:
                 t = Termination.parse(exc.termination)
                 record_termination(t, self.counters, be.counters, None)
                 if self.logger is not None:
-                    self.logger.add(tunnel_record(self, peer, None, t, None, None, t_accept, 0.0, self.logger,
+                    self.logger.tunnel(tunnel_record(self, peer, None, t, None, None, t_accept, 0.0, self.logger,
                                                   self.loop.time()))
                 return
             t_lease = self.loop.time()
@@ -204,7 +204,7 @@ class FrontendRT:
                 c.spliced += up.spliced + down.spliced
                 c.copied += up.copied + down.copied
             if self.logger is not None:
-                self.logger.add(tunnel_record(self, peer, lease, t, up, down, t_accept, t_lease, self.logger,
+                self.logger.tunnel(tunnel_record(self, peer, lease, t, up, down, t_accept, t_lease, self.logger,
                                               self.loop.time()))
         except Exception:
             log.exception("tcp session on %s failed", self.name)

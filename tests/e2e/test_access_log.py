@@ -359,3 +359,47 @@ def test_server_state_changes_and_log_health_checks(start_splicer, tmp_path, ori
         assert o1 == ["Health check for server farm/o1 succeeded, reason: L4OK, status: 2/2 UP."]
     else:  # only state changes: a server that stays up logs nothing
         assert (failed, o1) == ([], [])
+
+
+# 8.2.2: %ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq
+TCPLOG = re.compile(
+    r"(?P<ci>[0-9.]+):(?P<cp>\d+) \[(?P<t>\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d\.\d{3})\] (?P<ft>\S+) "
+    r"(?P<b>\S+)/(?P<s>\S+) (?P<Tw>-?\d+)/(?P<Tc>-?\d+)/(?P<Tt>\d+) (?P<B>\d+) (?P<ts>\S\S) "
+    r"(?P<ac>\d+)/(?P<fc>\d+)/(?P<bc>\d+)/(?P<sc>\d+)/(?P<rc>\+?\d+) (?P<sq>\d+)/(?P<bq>\d+)\Z")
+
+
+def test_tcplog_for_a_tcp_connection(start_splicer, tmp_path, origin):
+    port = free_port()
+    path = tmp_path / "tcp.log"
+    cfg = f"""
+global
+    nbthread 1
+defaults
+    mode tcp
+    option tcplog
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend tcpin
+    bind 127.0.0.1:{port}
+    log file@{path} format raw daemon
+    option dontlognull
+    default_backend tcpfarm
+backend tcpfarm
+    server o1 127.0.0.1:{origin.port}
+"""
+    start_splicer(cfg, [port])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    cport = s.getsockname()[1]
+    s.sendall(b"GET /ok/tcp HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    got = recv_all(s)
+    s.close()
+    assert got.endswith(b"ok")
+    line = lines_of(path, 1, f":{cport} ")[0]
+    m = TCPLOG.match(line)
+    assert m is not None, line
+    f = m.groupdict()
+    assert (f["ci"], int(f["cp"]), f["ft"], f["b"], f["s"], f["ts"]) == ("127.0.0.1", cport, "tcpin", "tcpfarm",
+                                                                         "o1", "--")
+    assert int(f["B"]) == len(got) and int(f["Tw"]) >= 0 and int(f["Tc"]) >= 0
+    assert int(f["Tt"]) >= int(f["Tw"]) + int(f["Tc"])
