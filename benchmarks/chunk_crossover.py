@@ -25,7 +25,7 @@ of its process tree from /proc) is divided by the requests served and by the GiB
 moved. The table shows medians over --rounds rounds; B - A is the CPU saved by splicing. The
 crossover is the smallest chunk size from which splicing costs less than copying at every
 larger size measured too. Checks: bulkget counts the chunks and framing bytes it received
-(so the chunks reached the client as the origin cut them), and splicer's counters (SIGUSR1)
+(so the chunks reached the client as the origin cut them), and splicer's counters (the master CLI's show counters)
 show that A spliced the whole body (framing and data: one engine job per body, which reads
 the size lines itself) and that B copied everything.
 
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(f"{where}: splicer logged {len(s['log_lines'])} line(s), first: "
                                 f"{s['log_lines'][0][:300]}")
             if "counters" in s and s["counters"] is None and not s.get("dead"):
-                problems.append(f"{where}: no splicer-stats line after SIGUSR1")
+                problems.append(f"{where}: no answer to show counters on the master CLI")
             problems += [f"{where}: {c}" for c in s["chunk_checks"]]
         for v, svc in svcs.items():
             if not svc.alive():

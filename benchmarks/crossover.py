@@ -15,7 +15,7 @@ For every body size (4 KiB .. 1 MiB) bulkget fetches the file on 8 keep-alive co
 (utime+stime of its process tree from /proc) is divided by the requests served. The tables
 show the median over --rounds rounds. B - A is the CPU saved per request by splicing; the
 crossover is the smallest size from which splicing costs less than copying at every larger
-size measured too. splicer's own counters (SIGUSR1) confirm that A spliced and B copied every
+size measured too. splicer's own counters (the master CLI's show counters) confirm that A spliced and B copied every
 body.
 
 Outputs (in --out): crossover.md (also printed) and crossover.json (every raw sample). Exit
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(f"{where}: splicer logged {len(s['log_lines'])} line(s), first: "
                                 f"{s['log_lines'][0][:300]}")
             if "counters" in s and s["counters"] is None and not s.get("dead"):
-                problems.append(f"{where}: no splicer-stats line after SIGUSR1")
+                problems.append(f"{where}: no answer to show counters on the master CLI")
             if s["variant"] == "A" and s.get("copied"):
                 problems.append(f"{where}: splicer A copied {s['copied']} body bytes (expected all spliced)")
             if s["variant"] == "B" and s.get("spliced"):

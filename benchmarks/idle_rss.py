@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import re
 import resource
@@ -264,12 +263,9 @@ def measure_target(target: str, cfg: Path, workdir: Path, args, cpus: str) -> di
     roles: dict[int, str] = {}
     stats0 = bench.splicer_stats(svc) if target == "splicer" else None
     if target == "splicer":
-        for line in svc.log_path.read_text(errors="replace").splitlines():
-            if line.startswith("splicer-stats "):
-                obj = json.loads(line.split(" ", 1)[1])
-                if obj.get("pid") and obj.get("worker") is not None:
-                    roles[obj["pid"]] = f"worker {obj['worker']}"
-        time.sleep(0.3)
+        for obj in (stats0 or {}).get("workers", []):
+            if obj.get("pid") and obj.get("worker") is not None:
+                roles[obj["pid"]] = f"worker {obj['worker']}"
     elif target == "haproxy":
         roles[svc.pid] = "haproxy (one process, its threads)"
     tree0 = sorted(bench.proc_tree(svc.pid))
@@ -292,12 +288,9 @@ def measure_target(target: str, cfg: Path, workdir: Path, args, cpus: str) -> di
     if target == "splicer":
         st = bench.splicer_stats(svc)
         r["splicer_counters"] = st
-        per_worker = []
-        for line in svc.log_path.read_text(errors="replace").splitlines()[-16:]:
-            if line.startswith("splicer-stats "):
-                obj = json.loads(line.split(" ", 1)[1])
-                per_worker.append({"pid": obj.get("pid"), "worker": obj.get("worker"),
-                                   "scur": obj.get("frontends", {}).get("www", {}).get("scur")})
+        per_worker = [{"pid": obj.get("pid"), "worker": obj.get("worker"),
+                       "scur": obj.get("frontends", {}).get("www", {}).get("scur")}
+                      for obj in (st or {}).get("workers", [])]
         r["scur_per_worker"] = {w["pid"]: w for w in per_worker}
         r["counters_delta"] = bench.stats_delta(stats0, st)
     for s in held:

@@ -359,7 +359,10 @@ def start_splicer(name: str, cfg: Path, workdir: Path, cpu: int | str = CPU_PROX
                            capture_output=True, text=True)
     if check.returncode != 0:
         die(f"splicer --check rejected the generated configuration {cfg.name}:\n{check.stdout}{check.stderr}")
-    return Service(name, [*splicer_command(), "-q", "-c", str(cfg)], cpu, workdir)
+    sock = workdir / f"{name}.sock"
+    svc = Service(name, [*splicer_command(), "-q", "-c", str(cfg), "-S", str(sock)], cpu, workdir)
+    svc.master_socket = sock
+    return svc
 
 
 def start_everything(workdir: Path) -> tuple[Service, dict[str, Service], dict[str, str]]:
@@ -494,36 +497,44 @@ def flatten(d: dict, prefix: str = "") -> dict[str, float]:
     return out
 
 
-def splicer_stats(svc: Service, timeout: float = 3.0) -> dict | None:
-    """Send SIGUSR1 to splicer and collect the `splicer-stats` line(s) it prints (one per
-    worker when it runs workers). Returns {"pids": [...], "counters": {flattened sums}}."""
-    def lines() -> list[str]:
-        return [ln for ln in svc.log_path.read_text(errors="replace").splitlines() if ln.startswith("splicer-stats ")]
-    if not svc.alive():
+def master_cli(path: Path, command: str, timeout: float = 5.0) -> str:
+    """One command to splicer's master CLI (`-S path`) and its whole answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(command.encode() + b"\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out.decode()
+
+
+def splicer_stats(svc: Service, timeout: float = 5.0) -> dict | None:
+    """Each worker's counters, from splicer's master CLI (`show counters workers`; the
+    service was started with -S by start_splicer). Returns {"pids": [...], "counters":
+    {flattened sums}, "workers": [each worker's counters object]}, or None if it is not
+    running or did not answer."""
+    if not svc.alive() or getattr(svc, "master_socket", None) is None:
         return None
-    before = len(lines())
-    os.kill(svc.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    seen, quiet_since = before, None
-    while time.monotonic() < deadline:
-        n = len(lines())
-        if n > seen:
-            seen, quiet_since = n, time.monotonic()
-        elif quiet_since is not None and time.monotonic() - quiet_since > 0.25:
-            break
-        time.sleep(0.02)
-    new = lines()[before:]
-    if not new:
+    try:
+        answer = master_cli(svc.master_socket, "show counters workers", timeout)
+    except OSError:
         return None
     per_pid: dict = {}
-    for ln in new:
-        obj = json.loads(ln.split(" ", 1)[1])
+    for ln in answer.splitlines():
+        if not ln.strip():
+            continue
+        obj = json.loads(ln)
+        if "error" in obj:
+            continue
         per_pid[obj.get("pid")] = obj
+    if not per_pid:
+        return None
     counters: dict[str, float] = {}
     for obj in per_pid.values():
         for k, v in flatten(obj).items():
             counters[k] = counters.get(k, 0) + v
-    return {"pids": list(per_pid), "counters": counters}
+    return {"pids": list(per_pid), "counters": counters, "workers": list(per_pid.values())}
 
 
 def stats_delta(a: dict | None, b: dict | None) -> dict | None:
@@ -873,7 +884,7 @@ def markdown(res: dict) -> str:
     for t, a in pre["affinity"].items():
         out.append(f"| {t} | {', '.join(sorted(set(a.values())))} ({len(a)} threads) |")
     if res["splicer_counters_md"]:
-        out += ["", "## splicer's own counters (SIGUSR1 before/after each sample, summed over rounds)", "",
+        out += ["", "## splicer's own counters (master CLI show counters before/after each sample, summed over rounds)", "",
                 res["splicer_counters_md"]]
     out += [""] + machine_md(m)
     out += ["", "Configurations used: see `configs/` next to this file.", ""]

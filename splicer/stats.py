@@ -80,9 +80,17 @@ _STATUS_CLASS = (None, "hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx
 NOT_SUMMED = frozenset({"pipe_size", "size"})
 """Per-pipe sizes: the merged value is the largest, not a sum."""
 
+STATE_FIELDS = frozenset({"weight", "uweight", "iweight", "lastchg", "downtime", "check_duration", "check_code",
+                          "last_chk", "rise", "fall", "status", "check_status", "agent_status"})
+"""Numbers that describe a server's state rather than count events (each worker has its own
+copy of the same value): the merged value is the first worker's, as for strings and
+booleans."""
+
 
 def merge_stats(lines: list[dict]) -> dict:
-    """Sum the stats lines of several workers into one (numbers add up, dicts merge).
+    """Sum the stats lines of several workers into one: every counter adds up, dicts merge
+    key by key, and state fields (strings, booleans, STATE_FIELDS) keep the first worker's
+    value; NOT_SUMMED sizes keep the largest.
 
     Args:
         lines: parsed `splicer-stats` JSON objects, one per worker.
@@ -96,6 +104,8 @@ def merge_stats(lines: list[dict]) -> dict:
             for k, v in b.items():
                 out[k] = add(out[k], v, k) if k in out else v
             return out
+        if key in STATE_FIELDS or isinstance(a, bool) or isinstance(b, bool):
+            return a
         if key in NOT_SUMMED:
             return max(a, b)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):

@@ -358,6 +358,18 @@ def _parse_pipesize(ctx: Context, args: Sequence[str]) -> None:
     ctx.set("pipesize", size)
 
 
+def _parse_hard_stop_after(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``hard-stop-after <time>``: key ``hard_stop_after``, float seconds (default
+    unit ms); 0 means no bound, as when the keyword is absent."""
+    _need(args, 1, "'hard-stop-after' expects a time value (default unit: ms)")
+    _no_extra("hard-stop-after", args, 1)
+    try:
+        seconds = parse_time(args[0])
+    except ValueError as exc:
+        raise ArgError(f"'hard-stop-after': {exc}") from None
+    ctx.set("hard_stop_after", seconds or None)
+
+
 def _int_set(text: str, what: str) -> list[int]:
     """``N``, ``N-M`` or a comma list of them -> sorted distinct integers."""
     out: set[int] = set()
@@ -1304,6 +1316,9 @@ OPTIONS: dict[str, Keyword] = {
     "http-buffer-request": Keyword("option http-buffer-request", PROXIES,
                                    _flag("http-buffer-request", "http_buffer_request"),
                                    doc_ref("option http-buffer-request"), negatable=True),
+    "idle-close-on-response": Keyword("option idle-close-on-response", FRONT,
+                                      _flag("idle-close-on-response", "idle_close_on_response"),
+                                      doc_ref("option idle-close-on-response"), negatable=True),
     "abortonclose": Keyword("option abortonclose", BACK, _flag("abortonclose", "abortonclose"),
                             doc_ref("option abortonclose"), negatable=True),
     "persist": Keyword("option persist", BACK, _flag("persist", "persist"), doc_ref("option persist"),
@@ -1336,7 +1351,7 @@ HAPROXY_OPTIONS = frozenset({
     "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto",
     "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
     "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
-    "tcp-smart-connect", "tcpka", "transparent", "idle-close-on-response",
+    "tcp-smart-connect", "tcpka", "transparent",
     "disable-h2-upgrade",
 })
 """haproxy options that splicer refuses as "not supported" rather than "unknown"."""
@@ -1383,6 +1398,7 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("tune.pipesize", GLOBAL, _parse_pipesize),
     _kw("maxpipes", GLOBAL, _int_keyword("maxpipes", "maxpipes", 1)),
     _kw("tune.maxpipes", GLOBAL, _int_keyword("maxpipes", "tune.maxpipes", 1), "maxpipes"),
+    _kw("hard-stop-after", GLOBAL, _parse_hard_stop_after),
     _kw("daemon", GLOBAL, _ignored("daemon", 0, 0), "ignored global keywords"),
     _kw("user", GLOBAL, _ignored("user", 1, 1, "a user name"), "ignored global keywords"),
     _kw("group", GLOBAL, _ignored("group", 1, 1, "a group name"), "ignored global keywords"),

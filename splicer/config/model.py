@@ -79,6 +79,9 @@ class Global:
         cpu_map: (worker number from 1, CPUs) pairs from `cpu-map`; a worker not listed runs
             on CPU (number - 1) modulo the CPUs it may use.
         logs: its `log` lines, in file order (what `log global` stands for in a proxy).
+        hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
+            reload) may take to finish its connections before it is stopped at once; None:
+            no bound (haproxy `hard-stop-after`).
     """
 
     maxconn: int = 4096
@@ -89,6 +92,7 @@ class Global:
     maxpipes: int | None = None
     cpu_map: tuple[tuple[int, tuple[int, ...]], ...] = ()
     logs: tuple[LogTarget, ...] = ()
+    hard_stop_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +271,9 @@ class Frontend:
         accept_invalid_http_request: `option accept-invalid-http-request`: a request-target
             that stays ambiguous after the rules (http/normalize.py ambiguity) is forwarded
             instead of refused with 400.
+        idle_close_on_response: `option idle-close-on-response` (on unless `no option
+            idle-close-on-response`): during a soft stop an idle client connection is kept
+            until its next response, sent with `Connection: close`; off: it is closed at once.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: the rules of its `http-request` / `http-response`
             lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule, and for
@@ -300,6 +307,7 @@ class Frontend:
     splice_named: bool = field(default=False, compare=False)
     http_buffer_request: bool = False
     accept_invalid_http_request: bool = False
+    idle_close_on_response: bool = True
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()

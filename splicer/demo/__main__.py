@@ -23,7 +23,6 @@ import time
 
 from splicer.config import load
 from splicer.demo.origin import make_file
-from splicer.stats import merge_stats
 
 
 def wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float = 15.0) -> None:
@@ -38,6 +37,18 @@ def wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float = 15.
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"demo: nothing listens on {host}:{port}")
+
+
+def master_cli(path: str, command: str, timeout: float = 10.0) -> str:
+    """One command to splicer's master CLI (`-S path`) and its whole answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(command.encode() + b"\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out.decode()
 
 
 def fetch(host: str, port: int, path: str, verify: bool = False) -> tuple[int, float, str]:
@@ -105,7 +116,9 @@ def main(argv=None) -> int:
             print(f"demo: origin {s.name} on {s.host}:{s.port}")
         log_path = os.path.join(root, "splicer.log")
         log = open(log_path, "wb")
-        sp = subprocess.Popen([sys.executable, "-m", "splicer", "-c", args.config], stdout=log, stderr=subprocess.STDOUT)
+        master_socket = os.path.join(root, "master.sock")
+        sp = subprocess.Popen([sys.executable, "-m", "splicer", "-c", args.config, "-S", master_socket],
+                              stdout=log, stderr=subprocess.STDOUT)
         procs.append(sp)
         wait_port(fhost, bind.port, sp)
         print(f"demo: splicer -c {args.config} listening on {fhost}:{bind.port}")
@@ -121,15 +134,12 @@ def main(argv=None) -> int:
         ok = n == n2 == n3 == size and digest == want
         print(f"byte-exact through splicer: {'yes' if ok else 'NO'} (sha256 {want[:16]}...)")
 
-        sp.send_signal(signal.SIGUSR1)
         stats = None
         workers = config.global_.nbthread or len(os.sched_getaffinity(0))
-        for _ in range(100):
-            time.sleep(0.05)
-            lines = re.findall(r"^splicer-stats (.*)$", open(log_path).read(), re.M)
-            if len(lines) >= workers:
-                stats = merge_stats([json.loads(x) for x in lines])
-                break
+        try:
+            stats = json.loads(master_cli(master_socket, "show counters").splitlines()[0])
+        except (OSError, ValueError, IndexError) as exc:
+            print(f"demo: no counters from the master CLI {master_socket}: {exc}")
         if stats:
             c = stats["frontends"][fe.name]
             print(f"splicer counters ({fe.name}): spliced {c['spliced']} bytes, copied {c['copied']} bytes, "

@@ -4,28 +4,51 @@ Theory of operation (haproxy's master-worker model, with processes instead of th
 the master binds every listener, then forks `nbthread` workers (default: one per CPU this
 process may run on). Each worker pins itself to its CPU (`cpu-map`, else CPU number - 1
 modulo the allowed CPUs), starts its own event loop and engine thread, and accepts on the
-shared listening sockets. The master runs no event loop and no thread; it waits for signals:
+shared listening sockets. The master runs one asyncio event loop (no thread), which serves
+the signals and one control channel per worker (runtime/channel.py: newline-delimited JSON
+both ways over a socketpair made before the fork; the worker answers through
+runtime/control.py, and asks the master for cluster-wide stats and commands):
   - SIGCHLD: a worker exited. Unless stopping, it is logged and restarted (at most once a
     second per worker when it keeps crashing).
   - SIGTERM / SIGINT: every worker gets SIGTERM; any still alive after STOP_GRACE seconds
     gets SIGKILL; then the master exits 0.
-  - SIGUSR1: forwarded to every worker (each prints its counters line).
-  - SIGHUP: the same as SIGUSR1 (haproxy's SIGHUP dumps the servers' states to the
-    logs); it never stops the master, so it never leaves workers without one.
+  - SIGUSR1: soft stop (haproxy's): every worker gets SIGUSR1 and stops accepting, finishes
+    what is in flight and exits; the master exits when the last is gone. `hard-stop-after`
+    bounds the wait (then SIGTERM, then SIGKILL).
+  - SIGUSR2 (or `reload` on the master CLI): reload. The configuration is read again; if it
+    fails, the reasons are logged and nothing changes; else a new generation of workers
+    starts on the same listening sockets (reused by address) and, once each serves, the old
+    generation soft-stops.
+  - SIGHUP: forwarded to every worker, which prints its counters line (haproxy's SIGHUP
+    dumps the servers' states to the logs); it never stops the master.
+  - `-S PATH`: the master CLI (runtime/mastercli.py): show proc, show counters, reload.
+Signals are blocked around each fork: a forked worker resets the master's handlers (and
+the loop's wake-up fd) before any signal reaches it, and keeps them blocked until its own
+loop has installed its handlers (Proxy.serve). A forked worker closes every descriptor it
+inherited but stdio, the listening sockets and its end of its channel (the master's loop,
+the other workers' channels): what a worker needs besides is opened in the worker.
 A worker dies with its master (PR_SET_PDEATHSIG: SIGTERM), so a master killed by any
 signal never leaves orphaned workers holding the listening sockets.
 """
 from __future__ import annotations
 
+import asyncio
 import gc
+import json
 import logging
 import os
 import signal
 import socket
 import sys
 import time
+from dataclasses import dataclass, field
 
-from splicer.config.model import Config
+from splicer import __version__
+from splicer.config.model import Bind, Config
+from splicer.errors import ConfigErrors
+from splicer.runtime import channel, mastercli
+from splicer.runtime.channel import Channel, ChannelClosed
+from splicer.stats import merge_stats
 
 log = logging.getLogger("splicer")
 
@@ -34,7 +57,14 @@ STOP_GRACE = 10.0
 RESTART_DELAY = 1.0
 """Least seconds between two starts of the same worker (crash loop guard)."""
 
-_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP}
+_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP}
+
+CLI_TIMEOUT = 5.0
+"""Seconds the master CLI waits for each worker's answer (a loaded machine may be slow)."""
+
+READY_TIMEOUT = 30.0
+"""Seconds a reload waits for every new worker to serve before soft-stopping the old ones
+anyway (they would only hold connections in the backlog meanwhile)."""
 
 
 def worker_cpus(config: Config, number: int) -> set[int]:
@@ -106,8 +136,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+def close_inherited(keep: set[int]) -> None:
+    """Close every open descriptor of this (just forked) process but those in `keep`."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listdir's own descriptor, closed already
+
+
 def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], number: int, loop_kind: str,
-                 master: int) -> int:
+                 master: int, ctl: socket.socket | None = None) -> int:
     """Body of a forked worker; returns its exit status."""
     import asyncio
 
@@ -115,7 +156,17 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
 
     # the signals stay blocked (as the master left them) until Proxy.serve() has installed
     # its handlers, so an early SIGUSR1 or SIGTERM waits instead of killing a starting worker
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # the master's objects are never collected here: one whose descriptor is closed below
+    # must not close, when collected, the number a worker's own resource took since
+    gc.freeze()
+    signal.set_wakeup_fd(-1)  # the master's loop's
+    for sig in _SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    asyncio.events._set_running_loop(None)  # forked from inside the master's loop
+    keep = {0, 1, 2, *(s.fileno() for socks in listeners.values() for s in socks)}
+    if ctl is not None:
+        keep.add(ctl.fileno())
+    close_inherited(keep)
     die_with_parent(master)
     os.sched_setaffinity(0, worker_cpus(config, number))
     try:
@@ -131,7 +182,7 @@ def _worker_main(config: Config, listeners: dict[str, list[socket.socket]], numb
         loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        proxy = Proxy(config, loop, listeners, worker=number)
+        proxy = Proxy(config, loop, listeners, worker=number, channel=ctl)
         # what exists now (config, runtime objects, modules) lives as long as the worker: out
         # of the collector's sight; and a collection every GC_THRESHOLD allocations, not 700:
         # each request allocates a few dozen tracked objects that die young, in reference
@@ -150,6 +201,34 @@ GC_THRESHOLD = 50_000
 CPU per 1 KiB request)."""
 
 
+def bind_key(b: Bind) -> tuple[str, int]:
+    """What makes two `bind` lines the same listening socket across a reload: the address
+    (all addresses written '' or '*') and the port."""
+    host = "" if b.host in ("", "*", "0.0.0.0") else b.host.strip("[]")
+    return host, b.port
+
+
+@dataclass
+class Worker:
+    """One forked worker, as the master knows it.
+
+    Attributes:
+        number: its number (from 1; its CPU and `cpu-map` entry).
+        pid: its process id.
+        generation: the configuration generation it serves (1, then +1 per reload).
+        channel: the master's end of its control channel.
+        reloads_at_start: the master's reload count when it was forked.
+        started: when it was forked (time.time(), seconds).
+    """
+
+    number: int
+    pid: int
+    generation: int
+    channel: Channel
+    reloads_at_start: int = 0
+    started: float = field(default_factory=time.time)
+
+
 class Master:
     """Supervisor of the worker processes.
 
@@ -157,61 +236,412 @@ class Master:
         config: the resolved configuration.
         listeners: the listening sockets (listener.open_listeners()), inherited by workers.
         loop_kind: "uvloop" or "asyncio", the workers' event loop.
+        config_path: the file a reload reads again (None: reloads fail).
+        master_socket: path of the master CLI's unix socket (`-S`), or None.
+        on_ready: called once the first workers serve, and after each reload, with
+            "ready" or "reloading" (systemd notification, cli.py `-Ws`).
     """
 
-    def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str) -> None:
+    def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str,
+                 config_path: str | None = None, master_socket: str | None = None, on_ready=None) -> None:
         self.config = config
+        self.config_path = config_path
+        self.master_socket = master_socket
+        self.on_ready = on_ready or (lambda state: None)
+        self.reloads = 0
+        self.failed_reloads = 0
+        self.born = time.time()
+        self._reloading: asyncio.Lock | None = None
+        self._cli_server = None
         self.listeners = listeners
         self.loop_kind = loop_kind
         self.count = worker_count(config)
-        self.workers: dict[int, int] = {}         # pid -> worker number
-        self.started: dict[int, float] = {}       # worker number -> last start time
-        self.pending: dict[int, float] = {}       # worker number -> when to restart it
+        self.generation = 1
+        self.workers: dict[int, Worker] = {}      # pid -> worker
+        self.started: dict[int, float] = {}       # worker number -> last start (monotonic)
+        self.pending: dict[int, asyncio.TimerHandle] = {}  # worker number -> its restart
+        self.stopping = False
+        self.status = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._done: asyncio.Future | None = None
+        self._kill_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- workers ---------------------------------------------------------------------------
 
     def _spawn(self, number: int) -> None:
+        ours, theirs = channel.socketpair()
         sys.stdout.flush()
         sys.stderr.flush()
         master = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the worker
-            status = 1
-            try:
-                status = _worker_main(self.config, self.listeners, number, self.loop_kind, master)
-            except BaseException:
-                log.exception("worker %d failed", number)
-            finally:
-                logging.shutdown()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(status)
-        self.workers[pid] = number
+        # blocked across the fork: the child must not run the master's handlers (they would
+        # write to the master's loop) before it has reset them
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:  # the worker
+                status = 1
+                try:
+                    status = _worker_main(self.config, self.listeners, number, self.loop_kind, master, theirs)
+                except BaseException:
+                    log.exception("worker %d failed", number)
+                finally:
+                    logging.shutdown()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(status)
+        finally:
+            if os.getpid() == master:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        theirs.close()
+        ch = Channel(ours, lambda req, n=number: self._handle(n, req), name=f"worker {number}")
+        self.loop.create_task(ch.start())
+        self.workers[pid] = Worker(number, pid, self.generation, ch, self.reloads)
         self.started[number] = time.monotonic()
         log.info("worker %d started (pid %d)", number, pid)
 
-    def _reap(self, stopping: bool) -> None:
+    def _restart(self, number: int) -> None:
+        self.pending.pop(number, None)
+        if not self.stopping:
+            self._spawn(number)
+
+    def _reap(self) -> None:
         while self.workers:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
-            number = self.workers.pop(pid, None)
-            if number is None:
+                break
+            w = self.workers.pop(pid, None)
+            if w is None:
                 continue
+            w.channel.close()
             if os.WIFSIGNALED(status):
                 how = f"killed by signal {os.WTERMSIG(status)}"
             else:
                 how = f"exited with status {os.WEXITSTATUS(status)}"
-            if stopping:
-                log.info("worker %d (pid %d) %s", number, pid, how)
+            if self.stopping or w.generation != self.generation:
+                log.info("worker %d (pid %d) %s", w.number, pid, how)
                 continue
-            log.warning("worker %d (pid %d) %s; restarting it", number, pid, how)
-            self.pending[number] = max(time.monotonic(), self.started.get(number, 0.0) + RESTART_DELAY)
+            log.warning("worker %d (pid %d) %s; restarting it", w.number, pid, how)
+            delay = max(0.0, self.started.get(w.number, 0.0) + RESTART_DELAY - time.monotonic())
+            self.pending[w.number] = self.loop.call_later(delay, self._restart, w.number)
+        self._check_done()
+
+    def _check_done(self) -> None:
+        if self.stopping and not self.workers and not self._done.done():
+            self._done.set_result(self.status)
+
+    def current(self) -> list[Worker]:
+        """The live workers of the current generation, by worker number."""
+        return sorted((w for w in self.workers.values() if w.generation == self.generation), key=lambda w: w.number)
+
+    def _signal_all(self, sig: int) -> None:
+        for pid in list(self.workers):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    # -- signals ---------------------------------------------------------------------------
+
+    def _hard_stop(self) -> None:
+        if self.stopping and self._kill_timer is not None:
+            return
+        log.info("master: stopping %d worker(s)", len(self.workers))
+        if not self.stopping:
+            self.on_ready("stopping")
+        self.stopping = True
+        for h in self.pending.values():
+            h.cancel()
+        self.pending.clear()
+        self._signal_all(signal.SIGTERM)
+        self._kill_timer = self.loop.call_later(STOP_GRACE, self._kill)
+        self._check_done()
+
+    def _soft_stop(self) -> None:
+        """SIGUSR1: every worker soft-stops (finishes what is in flight); the master exits
+        when the last is gone; `hard-stop-after` bounds the wait."""
+        if self.stopping:
+            return
+        log.info("master: soft stop of %d worker(s)", len(self.workers))
+        self.on_ready("stopping")
+        self.stopping = True
+        for h in self.pending.values():
+            h.cancel()
+        self.pending.clear()
+        self._soft_stop_workers(list(self.workers.values()))
+        # no one accepts any more: new connections are refused (not queued for no one)
+        for socks in self.listeners.values():
+            for s in socks:
+                s.close()
+        self._check_done()
+
+    def _soft_stop_workers(self, workers: list[Worker]) -> None:
+        for w in workers:
+            try:
+                os.kill(w.pid, signal.SIGUSR1)  # a worker's SIGUSR1 is its soft stop
+            except ProcessLookupError:
+                pass
+        after = self.config.global_.hard_stop_after
+        if after:
+            self.loop.call_later(after, self._hard_stop_after, [w.pid for w in workers])
+
+    def _hard_stop_after(self, pids: list[int]) -> None:
+        left = [p for p in pids if p in self.workers]
+        if not left:
+            return
+        log.warning("master: hard-stop-after: stopping %d worker(s) still draining", len(left))
+        for p in left:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        self.loop.call_later(STOP_GRACE, self._kill_pids, left)
+
+    def _kill_pids(self, pids: list[int]) -> None:
+        for p in pids:
+            if p in self.workers:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def _kill(self) -> None:
+        if self.workers:
+            log.warning("master: %d worker(s) did not stop in time; killing them", len(self.workers))
+            self._signal_all(signal.SIGKILL)
+
+    # -- reload ----------------------------------------------------------------------------
+
+    async def reload(self) -> tuple[bool, str]:
+        """Re-read the configuration; on success fork a new generation of workers on the same
+        listening sockets (reused by address; new binds opened, removed ones closed) and
+        soft-stop the old generation once the new one serves (haproxy's SIGUSR2 / master CLI
+        `reload`). A configuration that fails to load changes nothing.
+
+        Returns:
+            (True, "") or (False, the reasons, one `file:line: ...` per line).
+        """
+        async with self._reloading:
+            if self.stopping:
+                return False, "stopping"
+            self.on_ready("reloading")
+            ok, why = await self._reload()
+            self.on_ready("ready")
+            return ok, why
+
+    async def _reload(self) -> tuple[bool, str]:
+        from splicer.config import load
+        from splicer.runtime.listener import open_listener
+
+        if self.config_path is None:
+            return self._failed("no configuration file to reload")
+        try:
+            config = load(self.config_path)
+        except ConfigErrors as exc:
+            return self._failed("\n".join(str(e) for e in exc.errors))
+        if not config.frontends:
+            return self._failed(f"{self.config_path}: no frontend or listen section: nothing to listen on")
+        try:
+            for number in range(1, worker_count(config) + 1):
+                worker_cpus(config, number)
+        except ValueError as exc:
+            return self._failed(str(exc))
+        old = {}
+        for fe in self.config.frontends:
+            for b, sock in zip(fe.binds, self.listeners.get(fe.name, [])):
+                old.setdefault(bind_key(b), sock)
+        listeners: dict[str, list[socket.socket]] = {}
+        opened: list[socket.socket] = []
+        try:
+            for fe in config.frontends:
+                socks = []
+                for b in fe.binds:
+                    sock = old.get(bind_key(b))
+                    if sock is None:
+                        sock = open_listener(b)
+                        opened.append(sock)
+                    socks.append(sock)
+                listeners[fe.name] = socks
+        except OSError as exc:
+            for sock in opened:
+                sock.close()
+            return self._failed(str(exc.strerror or exc))
+        kept = {id(s) for socks in listeners.values() for s in socks}
+        for socks in self.listeners.values():
+            for sock in socks:
+                if id(sock) not in kept:
+                    sock.close()
+        for w in config.warnings:
+            log.warning("%s", w)
+        previous = [w for w in self.workers.values()]
+        for h in self.pending.values():
+            h.cancel()
+        self.pending.clear()
+        self.config, self.listeners = config, listeners
+        self.count = worker_count(config)
+        self.generation += 1
+        self.reloads += 1
+        raise_fd_limit(config)
+        log.info("master: reload %d: generation %d, %d worker(s)", self.reloads, self.generation, self.count)
+        for number in range(1, self.count + 1):
+            self._spawn(number)
+        await self._wait_serving(READY_TIMEOUT)
+        self._soft_stop_workers([w for w in previous if w.pid in self.workers])
+        return True, ""
+
+    def _failed(self, why: str) -> tuple[bool, str]:
+        self.failed_reloads += 1
+        for line in why.splitlines():
+            log.error("reload failed: %s", line)
+        log.error("reload failed: the running configuration and workers are kept")
+        return False, why
+
+    async def _wait_serving(self, timeout: float) -> None:
+        """Until every current worker answers on its channel (it then accepts: Proxy.serve
+        starts its channel after its listeners), or `timeout` seconds."""
+        deadline = self.loop.time() + timeout
+        while self.loop.time() < deadline and not self.stopping:
+            replies = await self.ask_all({"op": "stats"}, timeout=max(0.1, deadline - self.loop.time()))
+            if all("stats" in r for r in replies) and len(replies) == self.count:
+                return
+            await asyncio.sleep(0.05)
+
+    # -- the master CLI (-S) ---------------------------------------------------------------
+
+    async def _cli_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = mastercli.CliSession()
+        try:
+            while not session.done:
+                data = await reader.read(65536)
+                cmds = session.feed(data)
+                for cmd in cmds:
+                    out = await self.cli_command(cmd)
+                    if out:
+                        writer.write(out.encode() + b"\n")
+                if cmds:
+                    writer.write(session.after_answer().encode())
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        except Exception:
+            log.exception("master CLI failed")
+        finally:
+            writer.close()
+
+    async def cli_command(self, cmd: str) -> str:
+        """Run one master CLI command (mastercli.HELP lists them) and return its answer."""
+        if cmd in ("", "prompt", "quit"):
+            return ""
+        if cmd == "help":
+            return mastercli.HELP
+        if cmd == "show proc":
+            return self.show_proc()
+        if cmd in ("show counters", "show counters workers"):
+            if cmd.endswith("workers"):
+                replies = await self.ask_all({"op": "stats"}, CLI_TIMEOUT)
+                return "".join(json.dumps(r.get("stats", r), separators=(",", ":")) + "\n" for r in replies)
+            return json.dumps(await self.cluster_stats(CLI_TIMEOUT), separators=(",", ":")) + "\n"
+        if cmd == "reload":
+            ok, why = await self.reload()
+            return "Success=1\n" if ok else f"Success=0\n--\n{why}\n"
+        if cmd.startswith("@"):
+            target, _, line = cmd[1:].partition(" ")
+            if not target.isdigit():
+                return f"Can't find the target PID matching the prefix '@{target}'\n"
+            reply = await self.ask(int(target), {"op": "command", "line": line.strip()}, CLI_TIMEOUT)
+            if "text" in reply:
+                return reply["text"]
+            return f"worker {target}: {reply.get('error', 'no answer')}\n"
+        return f"Unknown command: '{cmd}'\n" + mastercli.HELP
+
+    def show_proc(self) -> str:
+        """The `show proc` table (mastercli.show_proc) of the master and its workers."""
+        now = time.time()
+        master = mastercli.ProcRow(os.getpid(), "master", self.reloads, now - self.born, __version__,
+                                   self.generation, self.failed_reloads)
+
+        def row(w: Worker) -> mastercli.ProcRow:
+            return mastercli.ProcRow(w.pid, "worker", self.reloads - w.reloads_at_start, now - w.started,
+                                     __version__, w.generation)
+        workers = sorted(self.workers.values(), key=lambda w: (w.generation, w.number))
+        return mastercli.show_proc(master, [row(w) for w in workers if w.generation == self.generation],
+                                   [row(w) for w in workers if w.generation != self.generation])
+
+    async def _open_cli(self) -> None:
+        path = self.master_socket
+        try:
+            if os.path.exists(path) and not os.path.isfile(path):
+                os.unlink(path)  # a previous run's socket
+        except OSError:
+            pass
+        self._cli_server = await asyncio.start_unix_server(self._cli_client, path=path)
+
+    # -- the control channel ---------------------------------------------------------------
+
+    async def ask(self, worker_number: int, request: dict, timeout: float = 2.0) -> dict:
+        """Send `request` to the current-generation worker `worker_number` and return its reply.
+
+        Returns:
+            The worker's reply, or `{"error": "timeout"|"closed"|"no such worker",
+            "worker": worker_number}` when it did not answer within `timeout` seconds,
+            exited, or does not exist.
+        """
+        for w in self.current():
+            if w.number == worker_number:
+                break
+        else:
+            return {"error": "no such worker", "worker": worker_number}
+        try:
+            return await w.channel.ask(request, timeout)
+        except TimeoutError:
+            return {"error": "timeout", "worker": worker_number}
+        except ChannelClosed:
+            return {"error": "closed", "worker": worker_number}
+
+    async def ask_all(self, request: dict, timeout: float = 2.0) -> list[dict]:
+        """Send `request` to every live current-generation worker at once.
+
+        Returns:
+            One reply per worker, in worker-number order (errors as in ask()).
+        """
+        return list(await asyncio.gather(*(self.ask(w.number, request, timeout) for w in self.current())))
+
+    async def cluster_stats(self, timeout: float = 2.0) -> dict:
+        """Every current worker's counters, summed (splicer.stats.merge_stats); a worker
+        that does not answer within `timeout` seconds is left out (its number is missing
+        from the "worker" list)."""
+        replies = await self.ask_all({"op": "stats"}, timeout)
+        return merge_stats([r["stats"] for r in replies if "stats" in r])
+
+    async def cluster_command(self, line: str) -> str:
+        """Run the runtime API command `line` on every current worker ("command" op) and
+        return their answers one after the other, in worker order; a worker that did not
+        answer adds a line `worker N: error`."""
+        replies = await self.ask_all({"op": "command", "line": line})
+        out = []
+        for r in replies:
+            if "text" in r:
+                out.append(r["text"])
+            else:
+                out.append(f"worker {r.get('worker', '?')}: {r.get('error', 'no answer')}\n")
+        return "".join(out)
+
+    async def _handle(self, number: int, request: dict) -> dict:
+        """A worker's request to the master: "cluster-stats" or "cluster-command"."""
+        op = request.get("op")
+        if op == "cluster-stats":
+            return {"stats": await self.cluster_stats()}
+        if op == "cluster-command":
+            return {"text": await self.cluster_command(str(request.get("line", "")))}
+        return {"error": f"unknown op {op!r}"}
+
+    # -- main ------------------------------------------------------------------------------
 
     def run(self) -> int:
         """Start the workers and supervise them until SIGTERM/SIGINT; returns the exit status."""
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         raise_fd_limit(self.config)
         try:
             for number in range(1, self.count + 1):
@@ -221,41 +651,57 @@ class Master:
             return 1
         log.info("master %d: %d worker(s); listening on %s", os.getpid(), self.count,
                  ", ".join(f"{fe.name}={b.host or '*'}:{b.port}" for fe in self.config.frontends for b in fe.binds))
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(self._serve(loop))
+        finally:
+            for socks in self.listeners.values():
+                for s in socks:
+                    s.close()
+            loop.close()
+
+    def _reload_signal(self) -> None:
+        task = self.loop.create_task(self.reload())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _first_ready(self) -> None:
+        await self._wait_serving(READY_TIMEOUT)
+        if not self.stopping:
+            self.on_ready("ready")
+
+    async def _serve(self, loop: asyncio.AbstractEventLoop) -> int:
+        self.loop = loop
+        self._done = loop.create_future()
+        loop.add_signal_handler(signal.SIGCHLD, self._reap)
+        loop.add_signal_handler(signal.SIGTERM, self._hard_stop)
+        loop.add_signal_handler(signal.SIGINT, self._hard_stop)
+        loop.add_signal_handler(signal.SIGUSR1, self._soft_stop)
+        loop.add_signal_handler(signal.SIGUSR2, self._reload_signal)
+        loop.add_signal_handler(signal.SIGHUP, self._signal_all, signal.SIGHUP)
+        self._reloading = asyncio.Lock()
+        if self.master_socket:
+            try:
+                await self._open_cli()
+            except OSError as exc:
+                log.error("cannot listen on master socket %s: %s", self.master_socket, exc.strerror or exc)
+                return 3
         for number in range(1, self.count + 1):
             self._spawn(number)
-        stop_deadline = None
-        while self.workers or (self.pending and stop_deadline is None):
-            now = time.monotonic()
-            for number, when in list(self.pending.items()):
-                if when <= now and stop_deadline is None:
-                    del self.pending[number]
-                    self._spawn(number)
-            timeout = 0.5
-            if self.pending:
-                timeout = max(0.01, min(self.pending.values()) - now)
-            info = signal.sigtimedwait(_SIGNALS, timeout)
-            if info is None:
-                pass
-            elif info.si_signo in (signal.SIGTERM, signal.SIGINT) and stop_deadline is None:
-                log.info("master: stopping %d worker(s)", len(self.workers))
-                stop_deadline = time.monotonic() + STOP_GRACE
-                self.pending.clear()
-                self._signal_all(signal.SIGTERM)
-            elif info.si_signo in (signal.SIGUSR1, signal.SIGHUP):
-                self._signal_all(info.si_signo)
-            self._reap(stopping=stop_deadline is not None)
-            if stop_deadline is not None and time.monotonic() > stop_deadline:
-                log.warning("master: %d worker(s) did not stop in time; killing them", len(self.workers))
-                self._signal_all(signal.SIGKILL)
-                stop_deadline = time.monotonic() + STOP_GRACE
-        for socks in self.listeners.values():
-            for s in socks:
-                s.close()
-        return 0
-
-    def _signal_all(self, sig: int) -> None:
-        for pid in list(self.workers):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
+        ready = loop.create_task(self._first_ready())
+        try:
+            return await self._done
+        finally:
+            ready.cancel()
+            if self._cli_server is not None:
+                self._cli_server.close()
+                try:
+                    os.unlink(self.master_socket)
+                except OSError:
+                    pass
+            if self._kill_timer is not None:
+                self._kill_timer.cancel()
+            for sig in _SIGNALS:
+                loop.remove_signal_handler(sig)
+            for w in self.workers.values():
+                w.channel.close()

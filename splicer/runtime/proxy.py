@@ -3,8 +3,10 @@
 Rule: runtime objects are built from the immutable model (config/model.py) and never edit
 it. This module owns the listening sockets, the accept path (with haproxy's global and
 per-frontend `maxconn`: a full listener stops accepting until a session ends), the pipe
-pool, and the operator's view: SIGUSR1 (and SIGHUP) prints the counters as one JSON line on stderr,
-SIGTERM/SIGINT stop the proxy and print them a last time.
+pool, and the operator's view: SIGHUP prints the counters as one JSON line on stderr, the
+master's control channel asks for them (runtime/control.py), SIGUSR1 is a soft stop (stop
+accepting, finish what is in flight, exit), SIGTERM/SIGINT stop the proxy at once and print
+the counters a last time.
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
 from splicer.health.probes import ServerHealth
 from splicer.runtime import io
+from splicer.runtime import control
 from splicer.runtime.backend import Backend
+from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
 from splicer.http.termination import Phase, Termination
 from splicer.runtime.auth import Authenticator, userlists_of
@@ -34,7 +38,7 @@ from splicer.errors import NoServerAvailable
 from splicer.log.collect import tunnel_record
 from splicer.log.format import DEFAULT, LogFormat
 from splicer.log.logger import LogHub
-from splicer.stats import Counters
+from splicer.stats import Counters, merge_stats
 
 log = logging.getLogger("splicer")
 
@@ -104,6 +108,9 @@ class FrontendRT:
         self.listeners: list[socket.socket] = []
         self.active = 0
         self.paused = False
+        # the sessions waiting for a request, tracked only when a soft stop is to close them
+        # (`no option idle-close-on-response`); None: kept until their next response
+        self.idle: set | None = None if model.idle_close_on_response else set()
 
     def open(self, listeners: list[socket.socket]) -> None:
         """Start accepting on the listening sockets opened for this frontend (listener.py)."""
@@ -162,6 +169,10 @@ class FrontendRT:
         """A client connection of this frontend was closed: count it out, accept again."""
         self.active -= 1
         self.proxy.active -= 1
+        if self.proxy.stopping:
+            if self.proxy.active == 0:
+                self.proxy.stop()
+            return
         self.proxy.resume_if_room()
 
     async def _session(self, sock: socket.socket, peer=None) -> None:
@@ -236,11 +247,16 @@ class Proxy:
         listeners: {frontend name: listening sockets} (listener.open_listeners()).
         cpu: CPU to pin the engine thread to (-1: it inherits the worker's affinity).
         worker: this worker's number (from 1), shown in the stats line.
+        channel: this worker's end of its control channel to the master (runtime/channel.py),
+            served from serve(); None: a lone proxy without a master.
     """
 
     def __init__(self, config: Config, loop: asyncio.AbstractEventLoop, listeners: dict[str, list[socket.socket]],
-                 cpu: int = -1, worker: int = 1) -> None:
+                 cpu: int = -1, worker: int = 1, channel: socket.socket | None = None) -> None:
         self.config = config
+        self._channel_sock = channel
+        self.channel: Channel | None = None
+        self.stopping = False
         self.listeners = listeners
         self.worker = worker
         self.loop = loop
@@ -289,8 +305,9 @@ class Proxy:
                 fe.resume()
 
     def stats(self) -> dict:
-        """Every counter, as printed on SIGUSR1: frontends, backends (with servers), pipes,
-        and the password hashes verified (auth.verified) and verdicts cached."""
+        """Every counter, as printed on SIGHUP and asked by the master ("stats"): frontends,
+        backends (with servers), pipes, and the password hashes verified (auth.verified) and
+        verdicts cached."""
         p = self.pool.stats()
         e = self.engine.stats()
         return {
@@ -319,6 +336,51 @@ class Proxy:
         sys.stderr.write("splicer-stats " + json.dumps(self.stats(), separators=(",", ":")) + "\n")
         sys.stderr.flush()
 
+    async def cluster_stats(self) -> dict:
+        """The counters of every worker of the current generation, summed
+        (splicer.stats.merge_stats), asked of the master over the control channel; a lone
+        proxy (no master) gives its own, in the same shape.
+
+        Raises:
+            TimeoutError, channel.ChannelClosed: the master did not answer.
+        """
+        if self.channel is None:
+            return merge_stats([self.stats()])
+        reply = await self.channel.ask({"op": "cluster-stats"}, timeout=5.0)
+        return reply["stats"]
+
+    async def cluster_command(self, line: str) -> str:
+        """Run the runtime API command `line` on every worker (through the master, which
+        sends each a "command" op, control.py) and return their combined answers; a lone
+        proxy runs it on itself.
+
+        Raises:
+            TimeoutError, channel.ChannelClosed: the master did not answer.
+        """
+        if self.channel is None:
+            return (await control.handle(self, {"op": "command", "line": line})).get("text", "")
+        reply = await self.channel.ask({"op": "cluster-command", "line": line}, timeout=5.0)
+        return reply.get("text", "")
+
+    def soft_stop(self) -> None:
+        """haproxy's soft stop: close the listeners (new connections go to the other workers,
+        or wait in the backlog for a new generation), finish the sessions in flight, and
+        return from serve() once the last one has ended. A keep-alive connection gets
+        `Connection: close` on its next response and ends after it; an idle one is kept
+        until then (`option idle-close-on-response`, on by default here), or closed at once
+        with `no option idle-close-on-response` (haproxy's default)."""
+        if self.stopping:
+            return
+        self.stopping = True
+        log.info("worker %d (pid %d): soft stop, %d connection(s) to finish", self.worker, os.getpid(), self.active)
+        for fe in self.frontends:
+            fe.close()
+            if fe.idle:  # `no option idle-close-on-response`: idle connections close now
+                for session in list(fe.idle):
+                    session.close()
+        if self.active == 0:
+            self.stop()
+
     def stop(self) -> None:
         """Ask serve() to return."""
         self._stopped.set()
@@ -327,10 +389,15 @@ class Proxy:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
         for fe in self.frontends:
             fe.open(self.listeners[fe.name])
+        # after the listeners: a worker that answers its master accepts (a reload waits for it)
+        if self._channel_sock is not None:
+            self.channel = Channel(self._channel_sock, lambda req: control.handle(self, req),
+                                   name=f"worker {self.worker}")
+            await self.channel.start()
         # each checked server's health exists before the first request (observe feeds it)
         checks = [self.loop.create_task(ServerHealth(be, srv).run()) for be in self.backends.values()
                   for srv in be.servers if srv.model.check]
-        self.loop.add_signal_handler(signal.SIGUSR1, self.print_stats)
+        self.loop.add_signal_handler(signal.SIGUSR1, self.soft_stop)
         self.loop.add_signal_handler(signal.SIGHUP, self.print_stats)
         self.loop.add_signal_handler(signal.SIGTERM, self.stop)
         self.loop.add_signal_handler(signal.SIGINT, self.stop)
@@ -353,6 +420,8 @@ class Proxy:
                 be.close()
             self.logs.close()  # the last batch is written before the counters are printed
             self.print_stats()
+            if self.channel is not None:
+                self.channel.close()
             self.auth.close()
             self.engine.close()
             self.pool.close()

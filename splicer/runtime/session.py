@@ -139,6 +139,8 @@ class HttpSession:
         if not first:
             self.t_idle = self.loop.time()
         engine = self.fe.mover.engine
+        if self.fe.idle is not None:  # `no option idle-close-on-response`: a soft stop closes it
+            self.fe.idle.add(self)
         if pending is not None:
             self._job = pending
             engine.then(pending, self._on_head)
@@ -154,6 +156,8 @@ class HttpSession:
     def _on_head(self, c: Completion) -> None:
         """Engine callback: a request head is in (or the client left, or timed out)."""
         self._job = None
+        if self.fe.idle is not None:
+            self.fe.idle.discard(self)
         head = c.head
         if c.end is JobEnd.DONE and head and head_complete(head):
             try:
@@ -242,6 +246,8 @@ class HttpSession:
         if self._closing:
             return
         self._closing = True
+        if self.fe.idle is not None:
+            self.fe.idle.discard(self)
         job = self.next_head if self.next_head is not None else self._job
         self.next_head = self._job = None
         if job is not None:
@@ -470,7 +476,7 @@ class HttpSession:
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
-        keep = req.keep_alive and req.upgrade is None
+        keep = req.keep_alive and req.upgrade is None and not fe.proxy.stopping
         drain = 0
         fr = req.framing
         if fr.kind is BodyKind.CHUNKED:

@@ -415,7 +415,8 @@ class Stream:
                                                      or not route.splice_response.wants(None)))):
             return self._slow(c)  # 1xx, retry-on, close-delimited or de-chunked bodies
         self._resp_raw = head
-        cli_keep = req.keep_alive
+        # a soft-stopping worker answers with Connection: close (idle-close-on-response)
+        cli_keep = req.keep_alive and not self.s.fe.proxy.stopping
         if not route.response_rules:
             out = forwarded_response(head, resp, req, cli_keep)  # memoized
         else:
@@ -609,7 +610,8 @@ class Stream:
         dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
         # a body dropped unread (a status set to 204/304) leaves the server connection unusable
         srv_reuse = resp.keep_alive and srv_fr.kind is not BodyKind.CLOSE and not drop
-        cli_keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
+        cli_keep = (req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk
+                    and not s.fe.proxy.stopping)  # soft stop: this response closes
         early = body_task is not None and not body_task.done() and not 200 <= server_status < 300
         if early:
             # an error (or redirect) before the request body was all sent: the client
@@ -729,7 +731,7 @@ class Stream:
         fr = resp.framing
         reusable = (whole and resp.keep_alive
                     and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
-        keep = req.keep_alive and whole
+        keep = req.keep_alive and whole and not self.s.fe.proxy.stopping
         store = self.view.vars if self.view is not None else None
         data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers, store),
                                    v.fields, req.version, keep, self.route.errorpages, req.method)

@@ -2,15 +2,16 @@
 
 - `www`: a directory of generated files (0 B, 1 KiB, 1 MiB, 256 MiB, 1 GiB) and their sha256.
 - `farm`: two origin processes (splicer.demo.origin) named web1 and web2.
-- `start_splicer(cfg_text)`: writes the config, starts `splicer -c`, waits until every bind
-  accepts, and returns a SplicerProcess (stats via SIGUSR1, stop via SIGTERM).
+- `start_splicer(cfg_text)`: writes the config, starts `splicer -c FILE -S master.sock`, waits
+  until every bind accepts, and returns a SplicerProcess (stats via the master CLI's
+  `show counters`, stop via SIGTERM).
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from splicer.demo.origin import make_file
-from splicer.stats import merge_stats
 from tests.e2e.helpers import free_port, sha256_file, splicer_command, wait_port
 
 SIZES = {"0": 0, "1k": 1024, "1m": 1 << 20, "256m": 256 << 20, "1g": 1 << 30}
@@ -66,18 +66,21 @@ class SplicerProcess:
     Attributes:
         port: the first bind's port (tests bind 127.0.0.1 only).
         log_path: file receiving its stderr.
+        master_socket: path of its master CLI (`-S`).
     """
 
     def __init__(self, cfg_path: Path, log_path: Path, ports: list[int], workers: int = 1,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
         self.cfg_path = cfg_path
         self.workers = workers
         self.log_path = log_path
         self.ports = ports
         self.port = ports[0] if ports else None
+        self.master_socket = str(log_path.with_suffix(".sock"))
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path)], stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=None if env is None else {**os.environ, **env})
+        self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path), "-S", self.master_socket, *(args or [])],
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     env=None if env is None else {**os.environ, **env})
         for p in ports:
             wait_port(p, self.proc)
         # the master listens before it forks the workers: started means forked, too
@@ -94,18 +97,27 @@ class SplicerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stats(self, timeout: float = 5.0, sig: int = signal.SIGUSR1) -> dict:
-        """Send `sig` (SIGUSR1 or SIGHUP) to the master and return the counters its workers
-        print (one `splicer-stats` JSON line each, summed with splicer.stats.merge_stats)."""
-        before = self.log().count("splicer-stats ")
-        self.proc.send_signal(sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            lines = re.findall(r"^splicer-stats (.*)$", self.log(), re.M)
-            if len(lines) >= before + self.workers:
-                return merge_stats([json.loads(x) for x in lines[before:before + self.workers]])
-            time.sleep(0.02)
-        raise TimeoutError(f"not every worker printed its stats after {signal.Signals(sig).name}")
+    def cli(self, command: str, timeout: float = 10.0) -> str:
+        """Send one command line to the master CLI and return its whole answer."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(self.master_socket)
+            s.sendall(command.encode() + b"\n")
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+        return out.decode()
+
+    def stats(self, timeout: float = 10.0) -> dict:
+        """The counters of every worker, summed (splicer.stats.merge_stats), from the master
+        CLI's `show counters`; each of the `workers` answers (else AssertionError)."""
+        got = json.loads(self.cli("show counters", timeout).splitlines()[0])
+        assert len(got["worker"]) >= self.workers, f"{len(got['worker'])} of {self.workers} workers answered"
+        return got
+
+    def worker_stats(self, timeout: float = 10.0) -> list[dict]:
+        """Each worker's own counters (`show counters workers`), in worker order."""
+        return [json.loads(x) for x in self.cli("show counters workers", timeout).splitlines() if x.strip()]
 
     def worker_pids(self) -> list[int]:
         """PIDs of the master's live children (the workers)."""
@@ -126,17 +138,18 @@ class SplicerProcess:
 
 @pytest.fixture
 def start_splicer(tmp_path):
-    """Factory: start_splicer(cfg_text, ports=[...], workers=1, env=None) -> SplicerProcess,
-    stopped at teardown. The config text is written as-is; ports lists the bind ports to wait
-    for; workers is how many stats lines a SIGUSR1 brings (the config's nbthread); env adds
-    environment variables.
+    """Factory: start_splicer(cfg_text, ports=[...], workers=1, env=None, args=None) ->
+    SplicerProcess, stopped at teardown. The config text is written as-is; ports lists the
+    bind ports to wait for; workers is how many workers answer `show counters` (the
+    config's nbthread); env adds environment variables; args adds command-line options.
     """
     started = []
 
-    def start(cfg_text: str, ports: list[int], workers: int = 1, env: dict[str, str] | None = None) -> SplicerProcess:
+    def start(cfg_text: str, ports: list[int], workers: int = 1, env: dict[str, str] | None = None,
+              args: list[str] | None = None) -> SplicerProcess:
         cfg = tmp_path / f"splicer{len(started)}.cfg"
         cfg.write_text(cfg_text)
-        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports, workers, env)
+        sp = SplicerProcess(cfg, tmp_path / f"splicer{len(started)}.log", ports, workers, env, args)
         started.append(sp)
         return sp
 

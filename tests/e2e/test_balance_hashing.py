@@ -6,9 +6,7 @@ consistent`, a server going down moves only its own keys."""
 from __future__ import annotations
 
 import http.client
-import json
 import os
-import re
 import signal
 import time
 
@@ -59,15 +57,10 @@ def served_alone(port, paths, stopped):
 
 
 def per_worker_requests(sp):
-    """frontend req_tot of each worker, from the stats lines SIGUSR1 makes them print."""
-    before = sp.log().count("splicer-stats ")
-    sp.proc.send_signal(signal.SIGUSR1)
-    deadline = time.monotonic() + 5
-    while sp.log().count("splicer-stats ") < before + 2:
-        assert time.monotonic() < deadline, "the workers did not print their stats"
-        time.sleep(0.02)
-    lines = re.findall(r"^splicer-stats (.*)$", sp.log(), re.M)[before:before + 2]
-    return sorted(json.loads(x)["frontends"]["www"]["req_tot"] for x in lines)
+    """frontend req_tot of each worker, from the master CLI's `show counters workers`."""
+    per = sp.worker_stats()
+    assert len(per) == 2
+    return sorted(w["frontends"]["www"]["req_tot"] for w in per)
 
 
 def test_uri_hash_gives_haproxys_server_across_workers_and_a_restart(start_splicer, four):

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
+import re
 import signal
 import socket
 import time
 
 import pytest
 
+from splicer.stats import merge_stats
 from tests.e2e.helpers import free_port, http_config
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
@@ -153,7 +156,12 @@ def test_sighup_keeps_master_and_workers_and_prints_the_counters(start_splicer, 
     pids = wait_workers(sp, 2)
     for _ in range(6):
         get_ok(port)
-    assert sp.stats(timeout=10, sig=signal.SIGHUP)["frontends"]["www"]["req_tot"] == 6
+    sp.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while len(lines := re.findall(r"^splicer-stats (.*)$", sp.log(), re.M)) < 2:
+        assert time.monotonic() < deadline, "not every worker printed its counters after SIGHUP"
+        time.sleep(0.02)
+    assert merge_stats([json.loads(x) for x in lines])["frontends"]["www"]["req_tot"] == 6
     assert sp.proc.poll() is None
     assert sorted(sp.worker_pids()) == sorted(pids)
     for _ in range(6):

@@ -52,7 +52,7 @@ def test_sections_follow_haproxy_matrix():
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
         "http-buffer-request", "abortonclose", "allbackups", "persist",
-        "accept-invalid-http-request", "dontlognull", "log-health-checks"}
+        "accept-invalid-http-request", "idle-close-on-response", "dontlognull", "log-health-checks"}
     assert OPTIONS["dontlognull"].sections == {"defaults", "frontend", "listen"}
     assert OPTIONS["log-health-checks"].sections == {"defaults", "listen", "backend"}
     assert allowed_sections("capture") == {"frontend", "listen"}
@@ -65,8 +65,8 @@ def test_keywords_for_a_section():
         "hash-type", "http-check", "http-request", "http-response", "http-reuse", "ignore-persist", "log",
         "mode", "no", "option", "retries", "retry-on", "server", "timeout", "use-server"]
     assert keywords_for("global") == [
-        "chroot", "cpu-map", "daemon", "group", "log", "maxconn", "maxpipes", "nbthread", "pidfile", "stats",
-        "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
+        "chroot", "cpu-map", "daemon", "group", "hard-stop-after", "log", "maxconn", "maxpipes", "nbthread",
+        "pidfile", "stats", "tune.bufsize", "tune.http.maxhdr", "tune.maxpipes", "tune.pipesize", "user"]
 
 
 @pytest.mark.parametrize("word, candidates, expected", [

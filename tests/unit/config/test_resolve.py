@@ -764,3 +764,32 @@ def test_any_address_overlaps_a_specific_one(wildcard):
     assert resolve_errors(f"frontend a\n    bind {wildcard}:80\n    default_backend be\nfrontend b\n"
                           "    bind 127.0.0.1:80\n    default_backend be\n" + BE)[0].startswith(
         "site.cfg:5: frontend 'b': bind 127.0.0.1:80 overlaps bind ")
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30.0), ("1500", 1.5), ("2m", 120.0), ("0", None)])
+def test_hard_stop_after(text, seconds):
+    """haproxy `hard-stop-after <time>` (ms by default; 0: no bound)."""
+    assert loads(f"global\n    hard-stop-after {text}\n").global_.hard_stop_after == seconds
+    assert loads("global\n    maxconn 10\n").global_.hard_stop_after is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hard-stop-after", "site.cfg:2: 'hard-stop-after' expects a time value (default unit: ms)"),
+    ("hard-stop-after soon", "site.cfg:2: 'hard-stop-after': "),
+    ("hard-stop-after 1s 2s", "site.cfg:2: "),
+])
+def test_hard_stop_after_errors(text, message):
+    with pytest.raises(ConfigErrors) as info:
+        loads(f"global\n    {text}\n", "site.cfg")
+    assert str(info.value.errors[0]).startswith(message)
+
+
+def test_idle_close_on_response_is_on_unless_negated():
+    base = "defaults\n    mode http\n{d}frontend www\n    bind 127.0.0.1:8080\n{f}    default_backend b\nbackend b\n"
+    assert loads(base.format(d="", f="")).frontends[0].idle_close_on_response is True
+    off = loads(base.format(d="", f="    no option idle-close-on-response\n")).frontends[0]
+    assert off.idle_close_on_response is False
+    inherited = loads(base.format(d="    no option idle-close-on-response\n", f="")).frontends[0]
+    assert inherited.idle_close_on_response is False
+    with pytest.raises(ConfigErrors):
+        loads(base + "    option idle-close-on-response\n")  # a frontend keyword, not a backend one
