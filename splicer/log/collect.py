@@ -68,45 +68,72 @@ def _conns(fe, be, srv) -> tuple[int, int, int, int, int]:
     return (proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0, be.queued)
 
 
+_TERMS: dict = {}
+"""Termination -> (ts, tsc): its two letters and the four of %tsc (memo; Enum values are slow)."""
+
+_VERSIONS = {b"1.1": b"HTTP/1.1", b"1.0": b"HTTP/1.0"}
+
+
+def _term(t) -> tuple[str, str]:
+    got = _TERMS.get(t)
+    if got is None:
+        ts = str(t)
+        got = _TERMS[t] = (ts, ts + "--")
+    return got
+
+
 def stream_record(st, logger, now: float) -> LogRecord:
-    """The record of the finished http Stream `st` (runtime/stream.py), at loop time `now`."""
+    """The record of the finished http Stream `st` (runtime/stream.py), at loop time `now`.
+    (Called once per request: written for speed, every timer inlined.)"""
     s = st.s
     fe = st.fe
-    hub = logger.hub
-    first = st._first
-    if first:
-        start, Ti, TR = s.t_accept, 0, _ms(st.t_head - s.t_accept)
+    be = st.be
+    t_head = st.t_head
+    if st._first:
+        start = s.t_accept
+        Ti, TR = 0, int((t_head - start) * 1000.0 + 0.5)
     else:
-        start, Ti, TR = st.t_head, _ms(st.t_head - s.t_idle), 0
+        start = t_head
+        Ti, TR = int((t_head - s.t_idle) * 1000.0 + 0.5), 0
     srv = st.server
-    lease = st._last
-    if st.t_lease:
-        Tc = _ms(lease.connect) if lease is not None else 0
-        Tw = max(0, _ms(st.t_lease - st.t_head) - Tc)
-        Tr = _ms(st.t_resp - st.t_lease) if st.t_resp else -1
+    t_lease = st.t_lease
+    if t_lease:
+        lease = st._last
+        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
+        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
+        if Tw < 0:
+            Tw = 0
+        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
     else:
         phase = st.term.phase
-        Tw = _ms(now - st.t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
+        Tw = _ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
         Tc = Tr = -1
-    Ta = _ms(now - start)
-    ac, fc, bc, sc, bq = _conns(fe, st.be, srv)
-    ts = str(st.term)
-    raw = st.raw
+    Ta = int((now - start) * 1000.0 + 0.5)
+    active = be.balancer.active
+    ts, tsc = _term(st.term)
     req = st.req
-    fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
+    raw = st.raw
+    end = raw.find(b"\r\n")
+    line = raw[:end] if end > 0 else request_line(raw)
     caps = fe.captures
     up, down = st.up, st.down
-    off = hub.offset
+    off = logger.hub.offset
+    logger.count += 1
+    if logger.needs_dst:
+        fi, fp = s.local_ip, s.local_port
+    else:
+        fi, fp = "", 0
     return _new(LogRecord, (
         s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
         0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
-        fe.name, st.be.name, srv.model.name if srv is not None else NOSRV,
+        fe.name, be.name, srv.model.name if srv is not None else NOSRV,
         st.status or -1, st.head_out + down.moved, st.head_in + up.moved,
-        ts, ts + "--", ac, fc, bc, sc, st.retries, st.redispatched, 0, bq,
+        ts, tsc, fe.proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0,
+        st.retries, st.redispatched, 0, be.queued,
         _capture(req.headers, caps[0]) if caps[0] else (),
         _capture(_response_fields(st._resp_raw), caps[1]) if caps[1] else (),
-        request_line(raw), req.method, req.target, b"HTTP/" + req.version,
-        up.spliced + down.spliced, up.copied + down.copied, logger.next_id(), "http"))
+        line, req.method, req.target, _VERSIONS.get(req.version) or b"HTTP/" + req.version,
+        up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
