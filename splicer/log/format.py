@@ -43,13 +43,13 @@ _ALIASES: dict[str, tuple[str, str]] = {
     "t": ("_date(r.accept)", "str"), "tr": ("_date(r.start)", "str"),
     "T": ("_dateg(r.accept)", "str"), "trg": ("_dateg(r.start)", "str"),
     "Tl": ("_datel(r.accept)", "str"), "trl": ("_datel(r.start)", "str"),
-    "Ts": ("int(r.accept)", "num"), "ms": ("'%03d' % (int(r.accept * 1000) % 1000)", "str"),
+    "Ts": ("int(r.accept)", "num"), "ms": ("_msec(r.accept)", "str"),
     "Th": ("r.Th", "num"), "Ti": ("r.Ti", "num"), "TR": ("r.TR", "num"), "Tw": ("r.Tw", "num"),
     "Tc": ("r.Tc", "num"), "Tr": ("r.Tr", "num"), "Ta": ("r.Ta", "num"), "Tt": ("r.Tt", "num"),
     "Tq": ("_tq(r)", "num"), "Td": ("_td(r)", "num"), "Tu": ("_tu(r)", "num"),
-    "B": ("r.B", "num"), "U": ("r.U", "num"), "CC": ("'-'", "str"), "CS": ("'-'", "str"),
+    "B": ("r.B", "num"), "U": ("r.U", "num"), "CC": ("_DASH", "str"), "CS": ("_DASH", "str"),
     "H": ("_HOST", "str"), "HM": ("_esc(r.method)", "str"), "HU": ("_esc(r.uri)", "str"),
-    "HP": ("_esc(r.uri.split(b'?', 1)[0])", "str"), "HPO": ("_esc(r.uri.split(b'?', 1)[0])", "str"),
+    "HP": ("_path(r.uri)", "str"), "HPO": ("_path(r.uri)", "str"),
     "HQ": ("_query(r.uri)", "str"), "HV": ("_esc(r.version)", "str"),
     "ST": ("r.ST", "num"), "ac": ("r.ac", "num"), "fc": ("r.fc", "num"), "bc": ("r.bc", "num"),
     "sc": ("r.sc", "num"), "sq": ("r.sq", "num"), "bq": ("r.bq", "num"), "rt": ("r.rt", "num"),
@@ -57,7 +57,7 @@ _ALIASES: dict[str, tuple[str, str]] = {
     "hr": ("_caps(r.hr)", "str"), "hs": ("_caps(r.hs)", "str"),
     "hrl": ("_capl(r.hr)", "str"), "hsl": ("_capl(r.hs)", "str"),
     "pid": ("_PID", "num"), "r": ("_req(r.request)", "str"),
-    "rc": ("('+%d' if r.redispatched else '%d') % r.rc", "str"),
+    "rc": ("_PLUS[r.redispatched]}{r.rc", "str"),  # (two items of the f-string)
     "ts": ("r.ts", "str"), "tsc": ("r.tsc", "str"),
 }
 """Every log-format alias splicer renders (haproxy 8.2.6's table, minus SSL and cookies:
@@ -68,7 +68,7 @@ _FETCHES: dict[str, tuple[str, str]] = {
     "src": ("r.ci", "str"), "src_port": ("r.cp", "num"), "dst": ("r.fi", "str"), "dst_port": ("r.fp", "num"),
     "fe_name": ("r.ft", "str"), "be_name": ("r.b", "str"), "srv_name": ("r.s", "str"),
     "method": ("_esc(r.method)", "str"), "url": ("_esc(r.uri)", "str"),
-    "path": ("_esc(r.uri.split(b'?', 1)[0])", "str"), "query": ("_esc(r.uri.partition(b'?')[2])", "str"),
+    "path": ("_path(r.uri)", "str"), "query": ("_qs(r.uri)", "str"),
     "status": ("r.ST", "num"), "pid": ("_PID", "num"), "txn.status": ("r.ST", "num"),
     "txn.timer.total": ("r.Ta", "num"), "res.timer.hdr": ("r.Tr", "num"), "req.timer.hdr": ("r.TR", "num"),
     "req.timer.queue": ("r.Tw", "num"), "bc.timer.connect": ("r.Tc", "num"), "fc.timer.total": ("r.Tt", "num"),
@@ -87,11 +87,20 @@ _PID = os.getpid()
 _HOST = os.uname().nodename
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _dates: dict[int, str] = {}
+_dates_ms: dict[int, str] = {}
+_lines: dict[bytes, str] = {}
+MEMO = 4096
+"""Entries of the per-millisecond date and request-line memos (cleared when full): under
+load many lines share a millisecond, and hot request lines repeat."""
 
 
 def _date(t: float) -> str:
     """haproxy's %t / %tr: local time with milliseconds, 06/Feb/2009:12:14:14.655."""
-    sec = int(t)
+    ms = int(t * 1000)
+    got = _dates_ms.get(ms)
+    if got is not None:
+        return got
+    sec = ms // 1000
     base = _dates.get(sec)
     if base is None:
         if len(_dates) > 64:
@@ -99,7 +108,10 @@ def _date(t: float) -> str:
         lt = time.localtime(sec)
         base = _dates[sec] = "%02d/%s/%04d:%02d:%02d:%02d" % (lt.tm_mday, _MONTHS[lt.tm_mon - 1], lt.tm_year,
                                                               lt.tm_hour, lt.tm_min, lt.tm_sec)
-    return "%s.%03d" % (base, int(t * 1000) % 1000)
+    if len(_dates_ms) >= MEMO:
+        _dates_ms.clear()
+    got = _dates_ms[ms] = "%s.%03d" % (base, ms % 1000)
+    return got
 
 
 def _zone(lt: time.struct_time) -> str:
@@ -146,13 +158,30 @@ def _esc(data: bytes) -> str:
     return escape(data) if data else ""
 
 
+def _path(uri: bytes) -> str:
+    return _esc(uri.split(b"?", 1)[0])
+
+
+def _qs(uri: bytes) -> str:
+    return _esc(uri.partition(b"?")[2])
+
+
+def _msec(t: float) -> str:
+    return "%03d" % (int(t * 1000) % 1000)
+
+
 def _query(uri: bytes) -> str:
     i = uri.find(b"?")
     return "" if i < 0 else escape(uri[i:])
 
 
 def _req(line: bytes) -> str:
-    return escape(line) if line else "<BADREQ>"
+    got = _lines.get(line)
+    if got is None:
+        if len(_lines) >= MEMO:
+            _lines.clear()
+        got = _lines[line] = escape(line) if line else "<BADREQ>"
+    return got
 
 
 def _caps(values: tuple) -> str:
@@ -167,7 +196,7 @@ def _quote(text: str) -> str:
     return '"' + text + '"'
 
 
-_NAMESPACE = {"_date": _date, "_dateg": _dateg, "_datel": _datel, "_tq": _tq, "_td": _td, "_tu": _tu,
+_NAMESPACE = {"_DASH": "-", "_PLUS": ("", "+"), "_path": _path, "_qs": _qs, "_msec": _msec, "_date": _date, "_dateg": _dateg, "_datel": _datel, "_tq": _tq, "_td": _td, "_tu": _tu,
               "_esc": _esc, "_query": _query, "_req": _req, "_caps": _caps, "_capl": _capl, "_PID": _PID,
               "_HOST": _HOST, "_sd": escape_sd, "_json": json.dumps, "_quote": _quote}
 
@@ -229,14 +258,20 @@ class LogFormat:
             if "json" in on:
                 use_json = True
                 if name:
+                    if what == "rc" and kind_ == "alias":
+                        expr = "_PLUS[r.redispatched] + str(r.rc)"
                     named.append((name, expr, kind))
                 continue
+            quote = False
             if kind == "str":
                 if "E" in on:
                     expr = f"_sd({expr})"
-                if "Q" in on:
-                    expr = f"_quote({expr})"
+                quote = "Q" in on
+            if quote:
+                pieces.append(("lit", '"'))
             pieces.append(("expr", expr))
+            if quote:
+                pieces.append(("lit", '"'))
         if use_json:
             body = ", ".join("%s: {%s}" % (json.dumps(n).replace("{", "{{").replace("}", "}}"),
                                            e if k == "num" else f"_json({e})") for n, e, k in named)

@@ -145,7 +145,13 @@ class Logger:
 
     def stream(self, st) -> None:
         """Log the http Stream `st` that just ended (runtime/stream.py Stream.record)."""
-        self.add(stream_record(st, self, self.loop.time()))
+        q = self.queue
+        if len(q) >= MAX_QUEUE:
+            self.hub.queue_drops += 1
+            return
+        q.append(stream_record(st, self, self.loop.time()))
+        if self._timer is None:
+            self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
 
     def tunnel(self, record) -> None:
         """Log a tcp-mode connection (collect.tunnel_record); `option dontlognull` skips
@@ -195,8 +201,11 @@ class Logger:
                 log.exception("log-format failed on a record")
         now = time.time()
         for target, framer in self.sinks:
-            frame = framer.frame
-            target.send([frame(INFO, line, now) for line in lines])
+            if target.joins and not framer.maxlen:
+                target.send_joined(framer.join(INFO, lines, now), len(lines))
+            else:
+                frame = framer.frame
+                target.send([frame(INFO, line, now) for line in lines])
 
 
 class EventLog:

@@ -99,6 +99,12 @@ class Framer:
             head = self._heads[pri] = "<%d>%s %s%s[%d]: " % (pri, date, host, self.tag, self.pid)
         return head
 
+    def join(self, level: int, messages: list[str], now: float) -> bytes:
+        """Several messages framed and joined, for a stream target without `len` (maxlen 0):
+        the same bytes as the frame() of each, concatenated, in one encode."""
+        head = self._head(level, now)
+        return (head + ("\n" + head).join(messages) + "\n").encode("ascii", "replace")
+
     def frame(self, level: int, message: str, now: float) -> bytes:
         """One message as sent: header, message, "\\n", cut to maxlen bytes (the "\\n" kept).
 

@@ -48,3 +48,10 @@ def test_len_cuts_and_keeps_the_newline():
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError):
         Framer("cbor", 16)
+
+
+@pytest.mark.parametrize("fmt", ["local", "rfc3164", "raw", "short"])
+def test_join_is_the_frames_concatenated(fmt):
+    f = Framer(fmt, 16, pid=1, host="h", maxlen=0)
+    lines = ["a", "b c", "d"]
+    assert f.join(INFO, lines, NOW) == b"".join(f.frame(INFO, x, NOW) for x in lines)
