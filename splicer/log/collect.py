@@ -15,7 +15,7 @@ doing no formatting. The timers follow haproxy 8.4, measured on the loop's clock
 """
 from __future__ import annotations
 
-from splicer.http.termination import Phase
+from splicer.http.termination import NORMAL, Phase
 from splicer.log.record import LogRecord
 
 NOSRV = "<NOSRV>"
@@ -110,7 +110,8 @@ def stream_record(st, logger, now: float) -> LogRecord:
         Tc = Tr = -1
     Ta = int((now - start) * 1000.0 + 0.5)
     active = be.balancer.active
-    ts, tsc = _term(st.term)
+    term = st.term
+    ts, tsc = ("--", "----") if term is NORMAL else _term(term)  # (hashing a Termination is slow)
     req = st.req
     raw = st.raw
     end = raw.find(b"\r\n")
@@ -123,8 +124,13 @@ def stream_record(st, logger, now: float) -> LogRecord:
         fi, fp = s.local_ip, s.local_port
     else:
         fi, fp = "", 0
+    peer = s.peer
+    if type(peer) is tuple:
+        ci, cp = peer[0], peer[1]
+    else:
+        ci, cp = "unknown", 0
     return _new(LogRecord, (
-        s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
+        ci, cp, fi, fp, s.t_accept + off, start + off,
         0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
         fe.name, be.name, srv.model.name if srv is not None else NOSRV,
         st.status or -1, st.head_out + down.moved, st.head_in + up.moved,
