@@ -204,8 +204,7 @@ class Logger:
             if target.joins and not framer.maxlen:
                 target.send_joined(framer.join(INFO, lines, now), len(lines))
             else:
-                frame = framer.frame
-                target.send([frame(INFO, line, now) for line in lines])
+                target.send(framer.frames(INFO, lines, now))
 
 
 class EventLog:

@@ -99,6 +99,17 @@ class Framer:
             head = self._heads[pri] = "<%d>%s %s%s[%d]: " % (pri, date, host, self.tag, self.pid)
         return head
 
+    def frames(self, level: int, messages: list[str], now: float) -> list[bytes]:
+        """frame() of each message (one header for the batch: they share `now`)."""
+        head = self._head(level, now)
+        cut = self.maxlen - 1 if self.maxlen else 0
+        out = [(head + m + "\n").encode("ascii", "replace") for m in messages]
+        if cut:
+            for i, data in enumerate(out):
+                if len(data) > self.maxlen:
+                    out[i] = data[:cut] + b"\n"
+        return out
+
     def join(self, level: int, messages: list[str], now: float) -> bytes:
         """Several messages framed and joined, for a stream target without `len` (maxlen 0):
         the same bytes as the frame() of each, concatenated, in one encode."""

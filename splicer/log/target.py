@@ -16,7 +16,6 @@ Theory of operation. A Target gets the messages of one batch at once (send()):
 """
 from __future__ import annotations
 
-import errno
 import os
 import socket
 import time
@@ -90,23 +89,27 @@ class DatagramTarget(Target):
                 self.dropped += len(frames)
                 return
         send = self.sock.send
-        for i, frame in enumerate(frames):
+        unix = self.model.kind == "unix"
+        sent = lost = 0
+        for frame in frames:
             try:
                 send(frame)
-                self.sent += 1
+                sent += 1
             except (BlockingIOError, InterruptedError):
-                self.dropped += 1  # the socket buffer is full: no waiting
-            except ConnectionRefusedError:
-                self.dropped += 1  # UDP: an earlier datagram met a closed port (ICMP)
+                lost += 1  # the socket buffer is full: no waiting
             except OSError as exc:
-                # a unix socket whose reader went away: drop this batch, look for it again later
-                self.dropped += len(frames) - i
-                if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN, errno.EDESTADDRREQ) \
-                        or self.model.kind == "unix":
-                    self.sock.close()
-                    self.sock = None
-                    self._next_try = time.monotonic() + RETRY_CONNECT
-                return
+                if not unix and isinstance(exc, ConnectionRefusedError):
+                    lost += 1  # UDP: an earlier datagram met a closed port (ICMP unreachable)
+                    continue
+                # the unix socket's reader went away (or another error): drop the rest of
+                # the batch, look for the socket again later
+                lost = len(frames) - sent
+                self.sock.close()
+                self.sock = None
+                self._next_try = time.monotonic() + RETRY_CONNECT
+                break
+        self.sent += sent
+        self.dropped += lost
 
     def close(self) -> None:
         if self.sock is not None:

@@ -55,3 +55,10 @@ def test_join_is_the_frames_concatenated(fmt):
     f = Framer(fmt, 16, pid=1, host="h", maxlen=0)
     lines = ["a", "b c", "d"]
     assert f.join(INFO, lines, NOW) == b"".join(f.frame(INFO, x, NOW) for x in lines)
+
+
+def test_frames_is_frame_of_each_with_the_cut():
+    f = Framer("local", 16, pid=1, host="h", maxlen=80)
+    lines = ["short", "y" * 300]
+    assert f.frames(INFO, lines, NOW) == [f.frame(INFO, x, NOW) for x in lines]
+    assert len(f.frames(INFO, lines, NOW)[1]) == 80
