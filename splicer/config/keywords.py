@@ -434,6 +434,7 @@ LOG_UNSUPPORTED = ("tcp@", "tcp4@", "tcp6@", "uxst@", "ring@", "backend@", "ipv4
 def _log_target(text: str) -> LogTarget:
     """The target word of a `log` line (see LogTarget.kind)."""
     what = f"log '{text}'"
+    address = text
     if text in ("stdout", "stderr"):
         return LogTarget("fd", text, fd=1 if text == "stdout" else 2)
     if text.startswith("fd@"):
@@ -445,7 +446,7 @@ def _log_target(text: str) -> LogTarget:
     if text.startswith("unix@"):
         text = text[5:]
     if text.startswith("/"):
-        return LogTarget("unix", text, path=text)
+        return LogTarget("unix", address, path=text)
     if text.startswith(LOG_UNSUPPORTED):
         raise ArgError(f"{what}: target '{text.split('@')[0]}@' is not supported (splicer logs to stdout, "
                        "stderr, fd@<n>, file@<path>, a unix datagram socket path, or [udp@]<host>[:<port>])")
@@ -463,7 +464,7 @@ def _log_target(text: str) -> LogTarget:
         host, port = text, 514
     if not host:
         raise ArgError(f"{what}: missing address")
-    return LogTarget("udp", text, host=host, port=port)
+    return LogTarget("udp", address, host=host, port=port)
 
 
 def _parse_log(ctx: Context, args: Sequence[str]) -> None:
@@ -492,7 +493,7 @@ def _parse_log(ctx: Context, args: Sequence[str]) -> None:
             raise ArgError(f"'log': '{word}' expects a value")
         value = rest.pop(0)
         if word == "len":
-            opts["maxlen"] = parse_int(value, "'log' len", 80, 65535)
+            opts["maxlen"] = parse_int(value, "log len", 80, 65535)
             opts["explicit_len"] = True
         elif word == "format":
             if value not in FORMATS:
@@ -547,7 +548,7 @@ def _parse_capture(ctx: Context, args: Sequence[str]) -> None:
     """haproxy ``capture request header <name> len <n>`` and ``capture response header
     <name> len <n>``: keys ``capture_request`` / ``capture_response``, one (name, n) per
     line, in order."""
-    if args[:1] == ["cookie"]:
+    if args and args[0] == "cookie":
         raise ArgError("'capture cookie' is not supported")
     if len(args) < 2 or args[0] not in ("request", "response") or args[1] != "header":
         raise ArgError("'capture' expects 'request header <name> len <length>' or "
@@ -557,7 +558,7 @@ def _parse_capture(ctx: Context, args: Sequence[str]) -> None:
     name = args[2]
     if not name.isascii() or not name or any(c in name for c in " \t:"):
         raise ArgError(f"'capture {args[0]} header': invalid field name '{name}'")
-    ctx.set("capture_" + args[0], (name.lower(), parse_int(args[4], f"'capture {args[0]} header' len", 1, 65535)))
+    ctx.set("capture_" + args[0], (name.lower(), parse_int(args[4], f"capture {args[0]} header len", 1, 65535)))
 
 
 # --------------------------------------------------------------------------------------------
