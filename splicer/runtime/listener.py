@@ -15,16 +15,27 @@ BACKLOG = 1024
 """listen(2) backlog of every listener (haproxy's default `backlog` is maxconn)."""
 
 
+def bind_address(b: Bind) -> tuple[int, str, int]:
+    """The socket address a `bind` line listens on: (family, numeric host, port); '' and '*'
+    are 0.0.0.0, a name is resolved (IPv4).
+
+    Raises:
+        OSError: the name does not resolve (socket.gaierror).
+    """
+    host = "0.0.0.0" if b.host in ("", "*") else b.host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if family == socket.AF_INET and not host.replace(".", "").isdigit():
+        host = socket.getaddrinfo(host, b.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    return family, host, b.port
+
+
 def open_listener(b: Bind) -> socket.socket:
     """Bind and listen on one `bind` address (SO_REUSEADDR; non-blocking).
 
     Raises:
         OSError: with a "file:line: cannot bind host:port: reason" message.
     """
-    host = "0.0.0.0" if b.host in ("", "*") else b.host.strip("[]")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    if family == socket.AF_INET and not host.replace(".", "").isdigit():
-        host = socket.getaddrinfo(host, b.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    family, host, _ = bind_address(b)
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -201,11 +201,16 @@ GC_THRESHOLD = 50_000
 CPU per 1 KiB request)."""
 
 
-def bind_key(b: Bind) -> tuple[str, int]:
+def bind_key(b: Bind) -> tuple:
     """What makes two `bind` lines the same listening socket across a reload: the address
-    (all addresses written '' or '*') and the port."""
-    host = "" if b.host in ("", "*", "0.0.0.0") else b.host.strip("[]")
-    return host, b.port
+    they listen on (listener.bind_address: '*', '' and 0.0.0.0 alike, a name resolved), or
+    the line as written when its name does not resolve (it then fails to bind)."""
+    from splicer.runtime.listener import bind_address
+
+    try:
+        return bind_address(b)
+    except OSError:
+        return b.host, b.port
 
 
 @dataclass
@@ -238,8 +243,9 @@ class Master:
         loop_kind: "uvloop" or "asyncio", the workers' event loop.
         config_path: the file a reload reads again (None: reloads fail).
         master_socket: path of the master CLI's unix socket (`-S`), or None.
-        on_ready: called once the first workers serve, and after each reload, with
-            "ready" or "reloading" (systemd notification, cli.py `-Ws`).
+        on_ready: called with the master's state: "ready" once the first workers serve and
+            after each reload, "reloading" when one begins, "stopping" at a stop or soft
+            stop (systemd notification, cli.py `-Ws`).
     """
 
     def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str,
@@ -295,7 +301,9 @@ class Master:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         theirs.close()
         ch = Channel(ours, lambda req, n=number: self._handle(n, req), name=f"worker {number}")
-        self.loop.create_task(ch.start())
+        task = self.loop.create_task(ch.start())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         self.workers[pid] = Worker(number, pid, self.generation, ch, self.reloads)
         self.started[number] = time.monotonic()
         log.info("worker %d started (pid %d)", number, pid)
@@ -322,7 +330,7 @@ class Master:
             else:
                 how = f"exited with status {os.WEXITSTATUS(status)}"
             if self.stopping or w.generation != self.generation:
-                log.info("worker %d (pid %d) %s", w.number, pid, how)
+                log.info("worker %d (pid %d, generation %d) %s", w.number, pid, w.generation, how)
                 continue
             log.warning("worker %d (pid %d) %s; restarting it", w.number, pid, how)
             delay = max(0.0, self.started.get(w.number, 0.0) + RESTART_DELAY - time.monotonic())

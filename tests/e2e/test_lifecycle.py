@@ -144,6 +144,17 @@ def test_reload_opens_new_binds_and_closes_removed_ones(start_splicer, farm):
     wait_for(refused, 30, f"port {extra} to be closed")
 
 
+def test_reload_keeps_a_listener_written_another_way(start_splicer, farm):
+    """`bind localhost:P` after `bind 127.0.0.1:P`: the same socket is kept (a new one could
+    not bind while the old is open)."""
+    port = free_port()
+    base = http_config(port, [(o.name, o.port) for o in farm])
+    sp = start_splicer(base, [port])
+    sp.cfg_path.write_text(base.replace(f"bind 127.0.0.1:{port}", f"bind localhost:{port}"))
+    assert sp.cli("reload", timeout=60) == "Success=1\n\n"
+    get_ok(port)
+
+
 def test_download_in_flight_during_a_reload_completes_byte_exact(start_splicer, farm, www):
     """1 GiB through the old worker while a new generation takes over the listener."""
     port = free_port()
@@ -307,3 +318,77 @@ def test_no_idle_close_on_response_closes_idle_connections_at_once(start_splicer
         sp.proc.send_signal(signal.SIGUSR1)
         assert c.recv(100) == b""  # closed without a request of ours
     assert sp.proc.wait(30) == 0
+
+
+def test_busy_keepalive_connection_finishes_then_gets_connection_close(start_splicer, farm, www):
+    """A keep-alive connection busy with a download when the soft stop begins: the download
+    completes byte-exact, and the connection's next response says `Connection: close`."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm]), [port])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+        c.sendall(b"GET /files/256m HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = c.recv(65536)
+            assert chunk
+            head += chunk
+        head, _, body = head.partition(b"\r\n\r\n")
+        assert b"connection: close" not in head.lower()  # sent before the soft stop
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        sha = hashlib.sha256(body)
+        got = len(body)
+        sp.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "soft stop" in sp.log(), 30, "the worker's soft stop")
+        while got < length:
+            chunk = c.recv(min(1 << 20, length - got))
+            assert chunk, "closed under the download"
+            sha.update(chunk)
+            got += len(chunk)
+        assert sha.hexdigest() == www[1]["256m"]
+        c.sendall(b"GET /files/1k HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = read_response(c)
+        assert len(body) == 1024
+        assert re.search(rb"(?im)^connection: *close\r?$", head), head
+        assert c.recv(100) == b""
+    assert sp.proc.wait(30) == 0
+
+
+def socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            continue
+        if target.startswith("socket:["):
+            out.add(target[8:-1])
+    return out
+
+
+def tcp_listen_inodes() -> set[str]:
+    out = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(name) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # LISTEN
+                    out.add(fields[9])
+    return out
+
+
+def test_workers_share_only_the_listeners_with_the_master_across_a_reload(start_splicer, farm):
+    """No descriptor leaks into a worker: of the master's sockets (its CLI, its loop, every
+    worker's channel end) a worker holds only the listening sockets; a second generation,
+    forked while the first still runs, neither."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm], nbthread=2), [port], workers=2)
+    for generation in (1, 2):
+        if generation == 2:
+            assert sp.cli("reload", timeout=60) == "Success=1\n\n"
+        master = socket_inodes(sp.proc.pid)
+        listening = tcp_listen_inodes()
+        workers = [p for p, g in procs(sp)[0] if g == generation]
+        assert len(workers) == 2
+        for pid in workers:
+            shared = socket_inodes(pid) & master
+            assert len(shared) == 1 and shared <= listening, (generation, pid, shared)
