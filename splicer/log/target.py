@@ -10,14 +10,19 @@ Theory of operation. A Target gets the messages of one batch at once (send()):
     connected socket; a unix socket that is not there (yet, or any more) is looked for
     again at the next batch, at most once a second.
   - StreamTarget (stdout, stderr, fd@<n>, splicer's file@<path>): the batch joined and
-    written with one write(); what a short write leaves is dropped. A file is opened with
+    written with one write(); what a short write leaves is dropped. A descriptor is opened
+    again through /proc/self/fd, so that its own description is non-blocking (a full pipe
+    drops lines; the inherited description is left as it is); a socket descriptor, which
+    cannot be reopened so, is written as it is. A file is opened with
     O_APPEND, so several workers' lines never overwrite each other (each write of up to
     PIPE_BUF bytes on a pipe, and each O_APPEND write on a local file, lands whole).
 """
 from __future__ import annotations
 
 import os
+import select
 import socket
+import stat
 import time
 
 from splicer.config.model import LogTarget
@@ -121,47 +126,61 @@ class StreamTarget(Target):
     """A file descriptor (`stdout`, `stderr`, `fd@<n>`) or a file (`file@<path>`)."""
 
     joins = True  # a batch may be written as one joined buffer (send_joined)
+    pipe = False  # the descriptor is a pipe (written in whole lines of at most PIPE_BUF)
 
     def __init__(self, model: LogTarget) -> None:
         super().__init__(model.address)
-        self._own = model.kind == "file"
-        if self._own:
+        self._own = True
+        if model.kind == "file":
             self.fd = os.open(model.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC,
                               0o640)
-        else:
+            return
+        # stdout, stderr, fd@<n>: the same pipe, terminal or file opened again through
+        # /proc/self/fd, so this description alone is non-blocking (setting O_NONBLOCK on the
+        # inherited one would change it for the master, the other workers and whatever else
+        # writes there); a socket cannot be opened so, and is written as it is (blocking)
+        try:
+            self.fd = os.open(f"/proc/self/fd/{model.fd}", os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
             self.fd = model.fd
+            self._own = False
+        try:
+            self.pipe = stat.S_ISFIFO(os.fstat(self.fd).st_mode)
+        except OSError:
+            pass
 
     def send(self, frames: list[bytes]) -> None:
-        data = b"".join(frames)
-        try:
-            n = os.write(self.fd, data)
-        except (BlockingIOError, InterruptedError):
-            self.dropped += len(frames)
-            return
-        except OSError:
-            self.dropped += len(frames)
-            return
-        if n == len(data):
-            self.sent += len(frames)
-            return
-        # a short write: the messages wholly written count as sent, the rest is dropped
-        done = 0
-        for frame in frames:
-            done += len(frame)
-            if done <= n:
-                self.sent += 1
-            else:
-                self.dropped += 1
+        self.send_joined(b"".join(frames), len(frames))
 
     def send_joined(self, data: bytes, count: int) -> None:
-        """Write `count` messages already joined in `data` (Framer.join) with one write();
-        what a short write leaves is dropped."""
-        try:
-            n = os.write(self.fd, data)
-        except OSError:  # BlockingIOError included: a full pipe is not waited for
-            self.dropped += count
+        """Write `count` messages already joined in `data` (Framer.join), one write() for
+        the batch; on a pipe, in writes of whole lines of at most PIPE_BUF bytes, each of
+        which the kernel takes whole or not at all, so a full pipe never gets half a line.
+        What cannot be written now is dropped."""
+        if not self.pipe:
+            try:
+                n = os.write(self.fd, data)
+            except OSError:  # BlockingIOError included: nothing is waited for
+                self.dropped += count
+                return
+            done = count if n == len(data) else data.count(b"\n", 0, n)
+            self.sent += done
+            self.dropped += count - done
             return
-        done = count if n == len(data) else data.count(b"\n", 0, n)
+        done = 0
+        start, size = 0, len(data)
+        while start < size:
+            end = data.rfind(b"\n", start, start + select.PIPE_BUF) + 1
+            if end <= start:  # one line longer than PIPE_BUF: alone (it may be cut)
+                end = data.find(b"\n", start) + 1
+            try:
+                n = os.write(self.fd, data[start:end])
+            except OSError:
+                break
+            done += data.count(b"\n", start, start + n)
+            if start + n < end:
+                break
+            start = end
         self.sent += done
         self.dropped += count - done
 

@@ -403,3 +403,16 @@ backend tcpfarm
                                                                          "o1", "--")
     assert int(f["B"]) == len(got) and int(f["Tw"]) >= 0 and int(f["Tc"]) >= 0
     assert int(f["Tt"]) >= int(f["Tw"]) + int(f["Tc"])
+
+
+def test_stdout_target(start_splicer, origin):
+    port = free_port()
+    cfg = http_config(port, [("o1", origin.port)], extra_defaults="    option httplog\n    option dontlognull\n",
+                      extra_frontend="    log stdout format raw daemon\n")
+    sp = start_splicer(cfg, [port])
+    get(port, "/ok/stdout")
+    deadline = time.monotonic() + 20
+    while not (lines := [ln for ln in sp.log().splitlines() if "/ok/stdout" in ln]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert parse(lines[0])["r"] == "GET /ok/stdout HTTP/1.1"
