@@ -22,9 +22,9 @@ import difflib
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from splicer.config.model import (Balance, Bind, HashType, PersistRule, Server, StatsSocket, SwitchingRule,
+from splicer.config.model import (Balance, Bind, HashType, LogTarget, PersistRule, Server, StatsSocket, SwitchingRule,
                                   UseServerRule)
 from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
@@ -510,6 +510,142 @@ def _parse_server_state_file_name(ctx: Context, args: Sequence[str]) -> None:
     _no_extra("server-state-file-name", args, 1)
     name = args[0] if args else "use-backend-name"
     ctx.set("server_state_file_name", "" if name == "use-backend-name" else name)
+
+
+# --------------------------------------------------------------------------------------------
+# Logging (haproxy configuration.txt 4.2 "log", "log-format", "capture"; section 8).
+
+LOG_UNSUPPORTED = ("tcp@", "tcp4@", "tcp6@", "uxst@", "ring@", "backend@", "ipv4@", "ipv6@")
+
+
+def _log_target(text: str) -> LogTarget:
+    """The target word of a `log` line (see LogTarget.kind)."""
+    what = f"log '{text}'"
+    address = text
+    if text in ("stdout", "stderr"):
+        return LogTarget("fd", text, fd=1 if text == "stdout" else 2)
+    if text.startswith("fd@"):
+        return LogTarget("fd", text, fd=parse_int(text[3:], f"{what}: the descriptor", 0))
+    if text.startswith("file@"):
+        if not text[5:]:
+            raise ArgError(f"{what}: 'file@' expects a file path")
+        return LogTarget("file", text, path=text[5:])
+    if text.startswith("unix@"):
+        text = text[5:]
+    if text.startswith("/"):
+        return LogTarget("unix", address, path=text)
+    if text.startswith(LOG_UNSUPPORTED):
+        raise ArgError(f"{what}: target '{text.split('@')[0]}@' is not supported (splicer logs to stdout, "
+                       "stderr, fd@<n>, file@<path>, a unix datagram socket path, or [udp@]<host>[:<port>])")
+    if text.startswith(("udp@", "udp4@", "udp6@")):
+        text = text.split("@", 1)[1]
+    if "@" in text:
+        raise ArgError(f"{what}: unknown target prefix '{text.split('@')[0]}@'")
+    if text.startswith("[") or text.count(":") == 1:
+        host, port_text = split_host_port(text, what)
+        port = parse_port(port_text, what)
+    elif text.count(":") > 1:  # an unbracketed IPv6 address: the port is required after it
+        host, port_text = split_host_port(text, what)
+        port = parse_port(port_text, what)
+    else:
+        host, port = text, 514
+    if not host:
+        raise ArgError(f"{what}: missing address")
+    return LogTarget("udp", address, host=host, port=port)
+
+
+def _parse_log(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``log <target> [len <n>] [format <f>] <facility> [<level> [<minlevel>]]``,
+    ``log global`` (proxies) and ``no log``: key ``log``, one value per line, in order
+    (resolve.py puts a section's list together)."""
+    from splicer.log.syslog import FACILITIES, FORMATS, LEVELS
+
+    if ctx.negated:
+        _no_extra("no log", args, 0)
+        ctx.set("log", "no")
+        return
+    _need(args, 1, "'log' expects a target ('global' or an address) and a facility")
+    if args[0] == "global":
+        if ctx.kind == "global":
+            raise ArgError("'log global' is only valid in a proxy section")
+        _no_extra("log global", args, 1)
+        ctx.set("log", "global")
+        return
+    target = _log_target(args[0])
+    rest = list(args[1:])
+    opts: dict[str, object] = {}
+    while rest and rest[0] in ("len", "format", "sample", "profile"):
+        word = rest.pop(0)
+        if not rest:
+            raise ArgError(f"'log': '{word}' expects a value")
+        value = rest.pop(0)
+        if word == "len":
+            opts["maxlen"] = parse_int(value, "log len", 80, 65535)
+            opts["explicit_len"] = True
+        elif word == "format":
+            if value not in FORMATS:
+                raise ArgError(f"'log': unknown format '{value}' (supported: {', '.join(FORMATS)})"
+                               + did_you_mean(value, FORMATS))
+            opts["format"] = value
+        else:
+            raise ArgError(f"'log': '{word}' is not supported")
+    if not rest:
+        raise ArgError(f"'log {args[0]}' expects a facility ({', '.join(FACILITIES)})")
+    if rest[0] not in FACILITIES:
+        raise ArgError(f"'log': unknown facility '{rest[0]}'" + did_you_mean(rest[0], FACILITIES))
+    opts["facility"] = FACILITIES.index(rest[0])
+    for key, word in zip(("level", "minlevel"), rest[1:3]):
+        if word not in LEVELS:
+            raise ArgError(f"'log': unknown level '{word}' (known: {', '.join(LEVELS)})" + did_you_mean(word, LEVELS))
+        opts[key] = LEVELS.index(word)
+    if len(rest) > 3:
+        raise ArgError(f"'log': unexpected '{rest[3]}' after the facility and levels")
+    ctx.set("log", replace(target, file=ctx.file, line=ctx.line, **opts))
+
+
+def _parse_log_format(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``log-format <fmt>``: key ``log_format`` = ("custom", fmt), checked here
+    (splicer/log/format.py compiles it)."""
+    from splicer.http.logformat import RuleError
+    from splicer.log.format import LogFormat
+
+    _need(args, 1, "'log-format' expects a format string")
+    if len(args) > 1:
+        raise ArgError("'log-format' expects only one argument (quote the format, or escape its spaces)")
+    try:
+        LogFormat(args[0], (1, 1))
+    except RuleError as exc:
+        raise ArgError(f"'log-format': {exc}") from None
+    ctx.set("log_format", ("custom", args[0]))
+
+
+def _log_option(name: str) -> ParseFn:
+    """``option httplog`` / ``option tcplog``: key ``log_format`` = (name, its format)."""
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        from splicer.log.format import HTTPLOG, TCPLOG
+
+        if args and args[0] == "clf":
+            raise ArgError(f"'option {name} clf' is not supported")
+        _no_extra(f"option {name}", args, 0)
+        ctx.set("log_format", (name, HTTPLOG if name == "httplog" else TCPLOG))
+    return parse
+
+
+def _parse_capture(ctx: Context, args: Sequence[str]) -> None:
+    """haproxy ``capture request header <name> len <n>`` and ``capture response header
+    <name> len <n>``: keys ``capture_request`` / ``capture_response``, one (name, n) per
+    line, in order."""
+    if args and args[0] == "cookie":
+        raise ArgError("'capture cookie' is not supported")
+    if len(args) < 2 or args[0] not in ("request", "response") or args[1] != "header":
+        raise ArgError("'capture' expects 'request header <name> len <length>' or "
+                       "'response header <name> len <length>'")
+    if len(args) != 5 or args[3] != "len":
+        raise ArgError(f"'capture {args[0]} header' expects '<name> len <length>'")
+    name = args[2]
+    if not name.isascii() or not name or any(c in name for c in " \t:"):
+        raise ArgError(f"'capture {args[0]} header': invalid field name '{name}'")
+    ctx.set("capture_" + args[0], (name.lower(), parse_int(args[4], f"capture {args[0]} header len", 1, 65535)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1278,6 +1414,12 @@ OPTIONS: dict[str, Keyword] = {
     "allbackups": Keyword("option allbackups", BACK, _flag("allbackups", "allbackups"),
                           doc_ref("option allbackups"), negatable=True),
     "httpchk": Keyword("option httpchk", BACK, _parse_httpchk, doc_ref("option httpchk")),
+    "httplog": Keyword("option httplog", FRONT, _log_option("httplog"), doc_ref("option httplog")),
+    "tcplog": Keyword("option tcplog", FRONT, _log_option("tcplog"), doc_ref("option tcplog")),
+    "dontlognull": Keyword("option dontlognull", FRONT, _flag("dontlognull", "dontlognull"),
+                           doc_ref("option dontlognull"), negatable=True),
+    "log-health-checks": Keyword("option log-health-checks", BACK, _flag("log-health-checks", "log_health_checks"),
+                                 doc_ref("option log-health-checks"), negatable=True),
     # Keep-alive is splicer's only HTTP connection mode, as it is haproxy's default one, so
     # the option (and its negation, which in haproxy falls back to that default) sets nothing.
     "http-keep-alive": Keyword("option http-keep-alive", PROXIES,
@@ -1288,16 +1430,16 @@ OPTIONS: dict[str, Keyword] = {
 
 HAPROXY_OPTIONS = frozenset({
     "accept-invalid-http-response",
-    "checkcache", "clitcpka", "contstats", "dontlog-normal", "dontlognull",
+    "checkcache", "clitcpka", "contstats", "dontlog-normal",
     "external-check", "h1-case-adjust-bogus-client",
     "h1-case-adjust-bogus-server", "http-ignore-probes",
     "http-no-delay", "http-pretend-keepalive", "http-restrict-req-hdr-names",
-    "http-server-close", "http-use-proxy-header", "httpclose", "httplog",
-    "httpslog", "independent-streams", "ldap-check", "log-health-checks",
+    "http-server-close", "http-use-proxy-header", "httpclose",
+    "httpslog", "independent-streams", "ldap-check",
     "log-separate-errors", "logasap", "mysql-check", "nolinger", "originalto",
     "pgsql-check", "prefer-last-server", "redis-check", "smtpchk", "socket-stats",
     "spop-check", "srvtcpka", "ssl-hello-chk", "tcp-check", "tcp-smart-accept",
-    "tcp-smart-connect", "tcpka", "tcplog", "transparent",
+    "tcp-smart-connect", "tcpka", "transparent",
     "disable-h2-upgrade",
 })
 """haproxy options that splicer refuses as "not supported" rather than "unknown"."""
@@ -1462,8 +1604,9 @@ KEYWORDS: tuple[Keyword, ...] = (
     _kw("stats", GLOBAL, _parse_stats_global, "stats socket"),
     _kw("server-state-file", GLOBAL, _parse_server_state_file),
     _kw("server-state-base", GLOBAL, _parse_server_state_base),
-    _kw("log", EVERYWHERE, _ignored("log", 1, None, "a target ('global' or an address)"), "log",
-        negatable=True),
+    _kw("log", EVERYWHERE, _parse_log, "log", negatable=True),
+    _kw("log-format", FRONT, _parse_log_format),
+    _kw("capture", FRONT_ONLY, _parse_capture, "capture request header"),
     # proxies
     _kw("mode", PROXIES, _parse_mode),
     _kw("bind", FRONT_ONLY, _parse_bind),

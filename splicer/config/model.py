@@ -48,6 +48,43 @@ class StatsSocket:
 
 
 @dataclass(frozen=True)
+class LogTarget:
+    """One `log <target> [len <n>] [format <f>] <facility> [<level> [<minlevel>]]` line
+    (haproxy configuration.txt 4.2 "log"; splicer/log/target.py opens it).
+
+    Attributes:
+        kind: "fd" (a file descriptor: `stdout`, `stderr`, `fd@<n>`), "file" (splicer's
+            `file@<path>`: a file opened for appending), "udp" (`<host>[:<port>]`,
+            `udp@<host>:<port>`; port 514 by default) or "unix" (an absolute path: a unix
+            datagram socket, as haproxy's `/dev/log`).
+        address: the target as written (for messages and the stats' per-target counters).
+        host / port: the UDP address; path: the unix socket or file path; fd: the descriptor.
+        maxlen: `len`: most bytes of a message (80..65535; haproxy's default 1024).
+        explicit_len: `len` was written (fd and file targets are only cut when it was).
+        format: "local" (haproxy's default), "rfc3164", "rfc5424", "priority", "short",
+            "timed", "iso" or "raw" (splicer/log/syslog.py frames each).
+        facility: the syslog facility number (kern 0 ... local7 23).
+        level: the least important severity sent (emerg 0 ... debug 7; default 7: all).
+        minlevel: more severe messages are sent at this level (default 0: unchanged).
+    """
+
+    kind: str
+    address: str
+    host: str = ""
+    port: int = 0
+    path: str = ""
+    fd: int = -1
+    maxlen: int = 1024
+    explicit_len: bool = False
+    format: str = "local"
+    facility: int = 1
+    level: int = 7
+    minlevel: int = 0
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Global:
     """The `global` section.
 
@@ -66,6 +103,7 @@ class Global:
             (None: none); relative to server_state_base unless it starts with '/'.
         server_state_base: `server-state-base`: the directory of the state files named
             by a relative path (None: the current directory).
+        logs: its `log` lines, in file order (what `log global` stands for in a proxy).
         hard_stop_after: seconds a soft-stopping worker (SIGUSR1, or an old one after a
             reload) may take to finish its connections before it is stopped at once; None:
             no bound (haproxy `hard-stop-after`).
@@ -81,6 +119,7 @@ class Global:
     stats_sockets: tuple["StatsSocket", ...] = ()
     server_state_file: str | None = None
     server_state_base: str | None = None
+    logs: tuple[LogTarget, ...] = ()
     hard_stop_after: float | None = None
 
 
@@ -274,6 +313,14 @@ class Frontend:
         tarpit: how long a request its ``http-request tarpit`` rules hold is held,
             seconds: `timeout tarpit`, else `timeout connect` as this section sees it
             (haproxy), else 0 (answered at once). Derived: not part of equality.
+        logs: where its traffic is logged (`log` lines, `log global` expanded, `no log`
+            applied), in order; empty: not logged.
+        log_format: the log-format text its streams are logged with (`option httplog`,
+            `option tcplog` and `log-format` resolved to one; splicer/log/format.py); ""
+            for none of them: haproxy's basic default format (format.DEFAULT).
+        dontlognull: `option dontlognull`: a connection that sent nothing is not logged.
+        capture_request / capture_response: `capture request|response header <name> len
+            <n>` lines as (lower-case name, n) pairs, in file order.
     """
 
     name: str
@@ -295,6 +342,11 @@ class Frontend:
     use_backend: tuple = ()
     timeouts: Timeouts = field(default_factory=Timeouts)
     tarpit: float = field(default=0.0, compare=False)
+    logs: tuple[LogTarget, ...] = ()
+    log_format: str = ""
+    dontlognull: bool = False
+    capture_request: tuple[tuple[str, int], ...] = ()
+    capture_response: tuple[tuple[str, int], ...] = ()
     file: str = ""
     line: int = 0
 
@@ -344,6 +396,9 @@ class Backend:
             file, server_state_file_name) or "none".
         server_state_file_name: `server-state-file-name`: the file "local" reads ("": the
             backend's name), relative to `server-state-base` unless it starts with '/'.
+        logs: its `log` lines (as Frontend.logs): where its servers' state changes and,
+            with `option log-health-checks`, its health check results are logged.
+        log_health_checks: `option log-health-checks`.
     """
 
     name: str
@@ -380,6 +435,8 @@ class Backend:
     tarpit: float = field(default=0.0, compare=False)
     load_server_state: str = "none"
     server_state_file_name: str = ""
+    logs: tuple[LogTarget, ...] = ()
+    log_health_checks: bool = False
     file: str = ""
     line: int = 0
 

@@ -72,7 +72,7 @@ from splicer.errors import ConfigError, ConfigErrors
 
 _ACCUMULATED = frozenset({"bind", "server", "default_server", "http_request", "http_response", "acl",
                           "use_backend", "use_server", "force_persist", "ignore_persist",
-                          "stats_auth", "stats_admin"})
+                          "stats_auth", "stats_admin", "log", "capture_request", "capture_response"})
 _L7_HASHES = frozenset({"uri", "url_param", "hdr"})
 _CONDITIONAL = ("http_request", "http_response", "use_backend", "use_server", "force_persist", "ignore_persist",
                 "stats_admin")
@@ -132,6 +132,7 @@ def resolve(raw: RawConfig) -> Config:
             error(line, msg)
         userlists[section.name] = ul
 
+    global_logs = _global(raw).logs
     for section in raw.sections:
         if section.kind in ("global", "defaults", "userlist"):
             continue
@@ -157,6 +158,7 @@ def resolve(raw: RawConfig) -> Config:
             else:
                 link = next((e for e in section.entries if e.key == "default_backend"), None)
             frontend = _frontend(section, settings, link, bound)
+            frontend = replace(frontend, **_log_fields(section, settings, global_logs, mode, where, warnings))
             if not frontend.binds:
                 error(section.line, f"{where} has no 'bind' line")
             if link is None and section.kind == "frontend" and not (frontend.use_backend and mode == "http"):
@@ -168,6 +170,8 @@ def resolve(raw: RawConfig) -> Config:
         if section.kind in ("backend", "listen"):
             claim(be_names, section)
             backend = _backend(section, settings, bound)
+            backend = replace(backend, logs=_logs(section, global_logs),
+                              log_health_checks=bool(_value(settings, "log_health_checks", False)))
             if backend.mode == "tcp" and backend.balance in _L7_HASHES:
                 entry = settings["balance"]
                 warnings.append(f"{entry.file}:{entry.line}: {where}: 'balance {backend.balance}' "
@@ -289,6 +293,45 @@ def _tarpit(settings: dict[str, Entry]) -> float:
     return 0.0
 
 
+def _logs(section: RawSection, global_logs: tuple) -> tuple:
+    """The section's log targets: its defaults section's `log` lines, then its own, in
+    order; `log global` adds the global section's, `no log` empties the list (haproxy)."""
+    inherited = section.defaults.entries if section.defaults is not None else []
+    logs: list = []
+    for entry in [*inherited, *section.entries]:
+        if entry.key != "log":
+            continue
+        if entry.value == "no":
+            logs = []
+        elif entry.value == "global":
+            logs.extend(global_logs)
+        else:
+            logs.append(entry.value)
+    return tuple(logs)
+
+
+def _log_fields(section: RawSection, settings: dict[str, Entry], global_logs: tuple, mode: object,
+                where: str, warnings: list) -> dict:
+    """A Frontend's logging fields: targets, format, dontlognull and captures. The last of
+    `option httplog`, `option tcplog` and `log-format` wins (each sets the format); with
+    none, "" (haproxy's basic default format, format.DEFAULT); `option httplog` in mode tcp falls back to
+    `option tcplog` with a warning, as haproxy does."""
+    from splicer.log.format import TCPLOG
+
+    entry = settings.get("log_format")
+    fmt = ""
+    if entry is not None:
+        kind, fmt = entry.value  # type: ignore[misc]
+        if kind == "httplog" and mode != "http":
+            warnings.append(f"{entry.file}:{entry.line}: {where}: 'option httplog' needs mode http; "
+                            "using 'option tcplog'")
+            fmt = TCPLOG
+    return {"logs": _logs(section, global_logs), "log_format": fmt,
+            "dontlognull": bool(_value(settings, "dontlognull", False)),
+            "capture_request": tuple(e.value for e in section.entries if e.key == "capture_request"),
+            "capture_response": tuple(e.value for e in section.entries if e.key == "capture_response")}
+
+
 def _effective(section: RawSection) -> dict[str, Entry]:
     """Last entry per key: the defaults section's, then the section's own (haproxy order)."""
     settings: dict[str, Entry] = {}
@@ -309,7 +352,9 @@ def _global(raw: RawConfig) -> Global:
     for section in raw.sections:
         if section.kind == "global":
             for entry in section.entries:
-                if entry.key == "cpu_map":  # cpu-map lines add up; a later one for a worker wins
+                if entry.key == "log":  # log lines add up, in file order
+                    values["logs"] = (*values.get("logs", ()), entry.value)
+                elif entry.key == "cpu_map":  # cpu-map lines add up; a later one for a worker wins
                     merged = dict(values.get("cpu_map", ()))
                     merged.update(entry.value)
                     values["cpu_map"] = tuple(sorted(merged.items()))

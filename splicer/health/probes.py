@@ -150,7 +150,22 @@ class ServerHealth:
     def _changed(self, up: bool, why: str) -> None:
         be, m = self.backend, self.server.model
         log.warning("backend %s server %s is %s (%s)", be.name, m.name, "UP" if up else "DOWN", why)
+        events = be.events
+        if events is not None:  # the backend's `log` lines (haproxy: alert when down, notice when up)
+            events.add(5 if up else 1, f"Server {be.name}/{m.name} is {'UP' if up else 'DOWN'}, reason: {why}.")
         be.server_state(self.server.index, up)
+
+    def _logged(self, status, code: int, before: bool | None) -> None:
+        """`option log-health-checks`: log a check whose result differs from the last one's
+        (haproxy's "Health check for server ... succeeded/failed" lines, level info)."""
+        events = self.backend.events
+        if events is None or not self.backend.model.log_health_checks or before is status.passed:
+            return
+        st = self.state
+        where = (f"{st.health - st.rise + 1}/{st.fall} UP" if st.up else f"{st.health}/{st.rise} DOWN")
+        events.add(6, f"Health check for server {self.backend.name}/{self.server.model.name} "
+                      f"{'succeeded' if status.passed else 'failed'}, reason: {status.value}"
+                      f"{f' {code}' if code else ''}, status: {where}.")
 
     async def run(self) -> None:
         """Check the server forever (until cancelled). As in haproxy, the connection must
@@ -163,6 +178,7 @@ class ServerHealth:
         connect_timeout = min(bm.timeouts.connect or m.inter, m.inter)
         read_timeout = bm.timeouts.check or m.inter
         self._wake = asyncio.Event()
+        last = None  # the previous check's result (passed), for log-health-checks
         while True:
             while self.paused:  # disable health, or maintenance: no probe until resumed
                 self._wake.clear()
@@ -181,6 +197,8 @@ class ServerHealth:
             if status.passed and self.observer is not None:
                 self.observer.reset()
             change = state.result(status)
+            self._logged(status, code, last)
+            last = status.passed
             if change is not None:
                 self._changed(change, f"{status.value}{f' {code}' if code else ''}, "
                                       f"{m.rise if change else m.fall} in a row")

@@ -167,6 +167,69 @@ def _check_side(name: str, side: str) -> None:
         raise RuleError(f"sample fetch '{name}' is only available in http-response rules")
 
 
+def scan(text: str):
+    """Split a log-format value into its items (configuration.txt 8.2.6), the one `%`
+    scanner of splicer: header rules (parse_format) and the access log (splicer/log/format.py)
+    both build on it.
+
+    Args:
+        text: the value as the lexer gave it, e.g. ``"%{+Q}r %(host)[req.hdr(host)] 100%%"``.
+
+    Returns:
+        A list of items in order: ``("text", str)`` for literal text (``%%`` already turned
+        into ``%``), ``("fetch", expr, flags, name)`` for ``%[expr]`` and ``("alias", alias,
+        flags, name)`` for ``%alias``; flags are the words inside ``%{...}`` (e.g.
+        ``("+Q",)``), name the one inside ``%(...)`` (None when absent).
+
+    Raises:
+        RuleError: an unclosed ``%[``, ``%{`` or ``%(``, or a ``%`` that starts nothing.
+    """
+    items: list[tuple] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "%":
+            literal.append(c)
+            i += 1
+            continue
+        if text[i + 1:i + 2] == "%":  # log-format's escape for a literal '%'
+            literal.append("%")
+            i += 2
+            continue
+        j = i + 1
+        name = None
+        flags: tuple[str, ...] = ()
+        if text[j:j + 1] == "(":
+            end = text.find(")", j)
+            if end < 0:
+                raise RuleError(f"unclosed '%(' in '{text}'")
+            name, j = text[j + 1:end], end + 1
+        if text[j:j + 1] == "{":
+            end = text.find("}", j)
+            if end < 0:
+                raise RuleError(f"unclosed '%{{' in '{text}'")
+            flags, j = tuple(f for f in text[j + 1:end].split(",") if f), end + 1
+        if literal:
+            items.append(("text", "".join(literal)))
+            literal = []
+        if text[j:j + 1] == "[":
+            end = text.find("]", j + 1)
+            if end < 0:
+                raise RuleError(f"unclosed '%[' in '{text}'")
+            items.append(("fetch", text[j + 1:end], flags, name))
+            i = end + 1
+            continue
+        m = _ALIAS.match(text, j)
+        if m is None:
+            raise RuleError(f"a '%' must start a sample ('%[fetch]') or a variable in '{text}'")
+        items.append(("alias", m.group(0), flags, name))
+        i = m.end()
+    if literal:
+        items.append(("text", "".join(literal)))
+    return items
+
+
 def parse_format(text: str, side: str) -> tuple[bytes | Sample, ...]:
     """Parse a log-format value into literal and sample parts.
 
@@ -182,45 +245,23 @@ def parse_format(text: str, side: str) -> tuple[bytes | Sample, ...]:
             ``%`` that starts nothing (``%%`` is a literal one), or a literal that is not visible ASCII/space/tab (no CR, LF, NUL).
     """
     parts: list[bytes | Sample] = []
-    literal: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c != "%":
-            literal.append(c)
-            i += 1
-            continue
-        nxt = text[i + 1:i + 2]
-        if nxt == "%":  # log-format's escape for a literal '%'
-            literal.append("%")
-            i += 2
-            continue
-        if nxt == "[":
-            end = text.find("]", i + 2)
-            if end < 0:
-                raise RuleError(f"unclosed '%[' in '{text}'")
-            sample = _fetch(text[i + 2:end], side)
-            i = end + 1
-        elif nxt == "{":
+    for item in scan(text):
+        kind = item[0]
+        if kind != "text" and (item[2] or item[3] is not None):
             raise RuleError(f"log-format flags ('%{{...}}') are not supported in '{text}'")
-        else:
-            m = _ALIAS.match(text, i + 1)
-            if m is None:
-                raise RuleError(f"a '%' must start a sample ('%[fetch]') or a variable in '{text}'")
-            alias = m.group(0)
-            if alias not in ALIASES:
-                raise RuleError(f"unknown log-format variable '%{alias}' (supported: "
-                                + ", ".join("%" + a for a in ALIASES) + ")")
-            name = ALIASES[alias]
-            _check_side(name, side)
-            sample = _SIMPLE[name]
-            i = m.end()
-        if literal:
-            parts.append(_literal("".join(literal)))
-            literal = []
-        parts.append(sample)
-    if literal:
-        parts.append(_literal("".join(literal)))
+        if kind == "text":
+            parts.append(_literal(item[1]))
+            continue
+        if kind == "fetch":
+            parts.append(_fetch(item[1], side))
+            continue
+        alias = item[1]
+        if alias not in ALIASES:
+            raise RuleError(f"unknown log-format variable '%{alias}' (supported: "
+                            + ", ".join("%" + a for a in ALIASES) + ")")
+        name = ALIASES[alias]
+        _check_side(name, side)
+        parts.append(_SIMPLE[name])
     return tuple(parts)
 
 

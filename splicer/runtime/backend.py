@@ -114,6 +114,8 @@ class Lease:
     failures: int = 0
     uses: int = 0
     killed: Cause | None = None
+    connect: float = 0.0        # seconds the successful connect took (0: reused), the log's Tc
+    redispatched: bool = False  # a failed connect sent it to another server (the log's "+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +188,7 @@ class Backend:
         self.qmax = 0
         """The most requests its queue held at once (haproxy qmax)."""
         self.counters = Counters()
+        self.events = None  # its EventLog (splicer/log/logger.py): its `log` lines, set by the Proxy
         self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
         # request wants its own server, nor random, whose draw may land on a full one)
@@ -416,12 +419,14 @@ class Backend:
         else:
             i = await (self._pick(everyone - {only}) if only is not None else self._pick_other(avoid, key))
         used = 0
+        redispatched = False
         while True:
             srv = self.servers[i]
             if look_idle:
                 got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
                 if got is not None:
                     return self._lend(Lease(srv, got[0], True, 0, got[1]))
+            t0 = self.loop.time()
             try:
                 sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
             except (OSError, TimeoutError) as exc:
@@ -434,8 +439,10 @@ class Backend:
                 self._wake_queue()
                 verdict = decide(self.policy, RetryEvent.CONN_FAILURE, left - used)
                 if not verdict.again:
-                    raise NoServerAvailable(f"backend '{self.name}': no server reachable",
-                                            "sC" if isinstance(exc, TimeoutError) else "SC") from None
+                    err = NoServerAvailable(f"backend '{self.name}': no server reachable",
+                                            "sC" if isinstance(exc, TimeoutError) else "SC")
+                    err.retries = used  # the access log's %rc
+                    raise err from None
                 used += 1
                 look_idle = allow_reuse
                 self.counters.wretr += 1
@@ -450,6 +457,7 @@ class Backend:
                         if i != srv.index:
                             self.counters.wredis += 1
                             srv.counters.wredis += 1
+                            redispatched = True
                             continue
                         self.balancer.drop_conn(i)  # the same server again: turn around first
                         self._wake_queue()
@@ -460,7 +468,8 @@ class Backend:
                 continue
             srv.counters.stot += 1
             self.counters.stot += 1
-            return self._lend(Lease(srv, sock, False, used))
+            return self._lend(Lease(srv, sock, False, used, connect=self.loop.time() - t0,
+                                    redispatched=redispatched))
 
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable` (and it was not shut

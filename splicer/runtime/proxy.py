@@ -39,6 +39,9 @@ from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
+from splicer.log.collect import tunnel_record
+from splicer.log.format import DEFAULT, LogFormat
+from splicer.log.logger import LogHub
 from splicer.stats import Counters, merge_stats
 
 log = logging.getLogger("splicer")
@@ -100,6 +103,12 @@ class FrontendRT:
         self.auth_lists = userlists_of([*model.http_request, *model.http_response, *model.use_backend,
                                         *(r for b in be_models for r in (*b.http_request, *b.http_response))])
         self.http = model.mode == "http"
+        # the access log (splicer/log): None when the frontend has no `log` line
+        self.captures = (tuple((n.encode("ascii"), k) for n, k in model.capture_request),
+                         tuple((n.encode("ascii"), k) for n, k in model.capture_response))
+        self.logger = (proxy.logs.logger(LogFormat(model.log_format or DEFAULT,
+                                                   (len(self.captures[0]), len(self.captures[1]))),
+                                         model.logs, model.dontlognull) if model.logs else None)
         self.listeners: list[socket.socket] = []
         self.active = 0
         self.smax = 0  # the most client connections open at once (haproxy smax)
@@ -183,14 +192,20 @@ class FrontendRT:
         """`mode tcp`: balance the connection to a server (`balance source` hashes the
         client address `peer`) and tunnel both ways until EOF."""
         be = self.backend
+        t_accept = self.loop.time()
         try:
             try:
                 ip = peer[0] if isinstance(peer, tuple) else "unknown"
                 lease = await be.acquire(allow_reuse=False, key=be.key_of(b"", (), ip))
             except NoServerAvailable as exc:
                 log.warning("%s", exc)
-                record_termination(Termination.parse(exc.termination), self.counters, be.counters, None)
+                t = Termination.parse(exc.termination)
+                record_termination(t, self.counters, be.counters, None)
+                if self.logger is not None:
+                    self.logger.tunnel(tunnel_record(self, peer, None, t, None, None, t_accept, 0.0, self.logger,
+                                                  self.loop.time()))
                 return
+            t_lease = self.loop.time()
             route = self.route
             try:
                 up, down = await run_tunnel(self.mover, sock, lease.sock, route.t_tunnel,
@@ -206,6 +221,9 @@ class FrontendRT:
                 c.bout += down.moved
                 c.spliced += up.spliced + down.spliced
                 c.copied += up.copied + down.copied
+            if self.logger is not None:
+                self.logger.tunnel(tunnel_record(self, peer, lease, t, up, down, t_accept, t_lease, self.logger,
+                                              self.loop.time()))
         except Exception:
             log.exception("tcp session on %s failed", self.name)
         finally:
@@ -261,6 +279,7 @@ class Proxy:
         self.active = 0
         self.tasks: set[asyncio.Task] = set()
         self.proc_vars: dict = {}  # the worker's "proc" variables (http/variables.py)
+        self.logs = LogHub(loop)  # the access log's targets, opened once per worker
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         # the loop's own pool only serves transfers the engine could not take: a quarter
         pipesize = g.pipesize or DEFAULT_PIPESIZE
@@ -271,6 +290,8 @@ class Proxy:
                              bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
+        for be in self.backends.values():  # server state changes and health checks go to its `log` lines
+            be.events = self.logs.events(be.model.logs) if be.model.logs else None
         self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]
@@ -346,6 +367,7 @@ class Proxy:
                       "killed": p.pipes_killed, "spliced_bytes": p.spliced_bytes, "splice_calls": p.splice_calls,
                       "eagain_waits": p.eagain_waits, "failures": p.pipe_failures},
             "auth": {"verified": self.auth.verified, "cached": len(self.auth.cache)},
+            "log": self.logs.stats(),
         }
 
     def print_stats(self) -> None:
@@ -437,6 +459,7 @@ class Proxy:
                 await asyncio.wait(self.tasks, timeout=2.0)
             for be in self.backends.values():
                 be.close()
+            self.logs.close()  # the last batch is written before the counters are printed
             self.print_stats()
             if self.channel is not None:
                 self.channel.close()

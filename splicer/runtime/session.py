@@ -71,7 +71,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars", "_memo_addr", "started", "stream")
+                 "rewritten", "sess_vars", "_memo_addr", "started", "stream", "t_accept", "t_idle")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -99,6 +99,7 @@ class HttpSession:
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
+        self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
 
     @property
     def client_ip(self) -> str:
@@ -140,6 +141,8 @@ class HttpSession:
         response reads it already (next_head), or a head job is submitted; when the engine
         cannot take one, a task reads it on the loop."""
         pending, self.next_head = self.next_head, None
+        if not first:
+            self.t_idle = self.loop.time()
         engine = self.fe.mover.engine
         if self.fe.idle is not None:  # `no option idle-close-on-response`: a soft stop closes it
             self.fe.idle.add(self)
@@ -189,6 +192,10 @@ class HttpSession:
                 self.spawn(self._run_stream(stream))
             return
         if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
+            if not self.streams and self.fe.logger is not None and c.end is not JobEnd.CANCELLED:
+                # a connection that sent nothing at all (a probe): haproxy logs it, unless
+                # option dontlognull
+                self.fe.logger.refused(self, Termination(Cause.CLIENT_ABORT, Phase.REQUEST), 0, 0, 0)
             self.close()  # closed between requests (or the engine stopped): no stream at all
             return
         self.spawn(self._stream(False, c))  # a timeout, a partial or oversized head
@@ -313,19 +320,24 @@ class HttpSession:
             pass
         return sent
 
-    async def _refuse(self, cause: Cause, status: int) -> None:
+    async def _refuse(self, cause: Cause, status: int, received: int = 0) -> None:
         """End a stream in its request phase (nothing reached a server): answer `status`
-        (0: none) and count it on the frontend."""
+        (0: none), count it on the frontend and log it (`received`: bytes the client sent)."""
         if self.fe.switching is not None:
             # refused before any rule chose a backend: the frontend's default route answers
             self.be, self.route = self.fe.backend, self.fe.route
         fe = self.fe.counters
+        sent = 0
         if status:
             fe.count_status(status)
             if self.be is not None:
                 self.be.counters.count_status(status)
-            fe.bout += await self.reply_error(status)
-        record_termination(Termination(cause, Phase.REQUEST), fe, None, None)
+            sent = await self.reply_error(status)
+            fe.bout += sent
+        t = Termination(cause, Phase.REQUEST)
+        record_termination(t, fe, None, None)
+        if self.fe.logger is not None:
+            self.fe.logger.refused(self, t, status, sent, received)
 
     def stream_info(self) -> StreamInfo | None:
         """What header-rule samples read about this session (None when no rule needs it)."""
@@ -351,7 +363,7 @@ class HttpSession:
         except TimeoutError as exc:
             if getattr(exc, "partial", b""):
                 fe.counters.bin += len(exc.partial)
-                await self._refuse(Cause.CLIENT_TIMEOUT, 408)
+                await self._refuse(Cause.CLIENT_TIMEOUT, 408, len(exc.partial))
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
             status = 414 if exc.first_line else 431
@@ -362,19 +374,19 @@ class HttpSession:
                 except OSError:
                     pass
             fe.proxy.capture_error(fe, self, status, str(exc), data)
-            await self._refuse(Cause.PROXY, status)
+            await self._refuse(Cause.PROXY, status, self.route.bufsize)
             return False
         if not head_complete(head):
             if head:  # the client closed mid-head (between requests is no stream at all)
                 fe.counters.bin += len(head)
-                await self._refuse(Cause.CLIENT_ABORT, 0)
+                await self._refuse(Cause.CLIENT_ABORT, 0, len(head))
             return False
         try:
             req = parse_request(head, self.route.maxhdr)
         except HeadError as exc:
             fe.counters.bin += len(head)
             fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
-            await self._refuse(Cause.PROXY, exc.status)
+            await self._refuse(Cause.PROXY, exc.status, len(head))
             return False
         fe.counters.req_tot += 1
         if fe.switching is not None:
@@ -489,10 +501,15 @@ class HttpSession:
         fe = self.fe
         c = fe.counters
         c.bin += len(raw)
+        lg = fe.logger
         if d.rule is None:
             c.count_status(503)
-            c.bout += await self.reply_error(503)
-            record_termination(Termination(Cause.SERVER_ABORT, Phase.CONNECT), c, None, None)
+            sent = await self.reply_error(503)
+            c.bout += sent
+            t = Termination(Cause.SERVER_ABORT, Phase.CONNECT)
+            record_termination(t, c, None, None)
+            if lg is not None:
+                lg.local(self, req, raw, t, 503, sent, len(raw), "")
             return False
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
@@ -517,8 +534,10 @@ class HttpSession:
             keep, drain = False, 0
             term = Termination(Cause.PROXY, Phase.TARPIT)
             if not await self._hold(be.model.tarpit if be is not None else fe.model.tarpit):
-                record_local(Termination(Cause.CLIENT_ABORT, Phase.TARPIT), d.rule.counter, c,
-                             be.counters if be is not None else None)
+                t = Termination(Cause.CLIENT_ABORT, Phase.TARPIT)
+                record_local(t, d.rule.counter, c, be.counters if be is not None else None)
+                if lg is not None:
+                    lg.local(self, req, raw, t, 0, 0, len(raw), be.name if be is not None else "")
                 return False
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
@@ -529,9 +548,11 @@ class HttpSession:
         for counters in (c, be.counters if be is not None else None):
             if counters is not None:
                 counters.count_status(status)
+        sent = 0
         try:
             await io.send_all(self.loop, self.sock, data, self.t_client)
             c.bout += len(data)
+            sent = len(data)
         except (OSError, TimeoutError):
             keep = False
         if keep and drain:
@@ -539,6 +560,9 @@ class HttpSession:
             c.bin += got
             keep = got == drain
         record_local(term, d.rule.counter, c, be.counters if be is not None else None)
+        if lg is not None:
+            lg.local(self, req, raw, term, status, sent, len(raw) + (got if keep and drain else 0),
+                     be.name if be is not None else "")
         return keep
 
     async def _hold(self, delay: float) -> bool:

@@ -109,7 +109,8 @@ class Stream:
     __slots__ = ("s", "fe", "be", "loop", "req", "raw", "phase", "term", "server", "status", "retries",
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
-                 "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten")
+                 "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten",
+                 "t_head", "t_lease", "t_resp", "redispatched")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -148,6 +149,9 @@ class Stream:
         self._persist = None      # the backend's persistence decision (Backend.persistence)
         self._last = None         # the last Lease lent to this stream (its `killed` is read at the end)
         self._answer = None       # the http-response rule that answered instead of the server
+        self.t_head = session.loop.time()  # loop times for the access log's timers (0: not reached)
+        self.t_lease = self.t_resp = 0.0
+        self.redispatched = False  # the last retry went to another server (the log's "+")
 
     # -- outcome ---------------------------------------------------------------------------
 
@@ -186,6 +190,8 @@ class Stream:
             record_local(self.term, self._answer.counter, fe, be, srv)
         else:
             record_termination(self.term, fe, be, srv)
+        if self.fe.logger is not None:
+            self.fe.logger.stream(self)
 
     async def reply_error(self, status: int) -> None:
         """Answer with an error page (the session then closes gracefully)."""
@@ -280,14 +286,17 @@ class Stream:
                                              picked=picked, key=key, min_uses=floor or 0, force=force)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
+                    self.retries += getattr(exc, "retries", 0)
                     self.end(*Termination.parse(exc.termination))
                     await self.reply_error(503)
                     return False
                 self._leased(lease)
                 left -= lease.failures
+                self.redispatched = lease.redispatched
                 if failed is not None and lease.server is not failed:
                     be.counters.wredis += 1
                     failed.counters.wredis += 1
+                    self.redispatched = True
                 failed = None
             reusable = False
             self._left = left
@@ -330,6 +339,7 @@ class Stream:
         self.retries += lease.failures
         self.server = lease.server
         self._last = lease
+        self.t_lease = self.loop.time()
         if lease.reused:
             self.be.counters.reused += 1
             lease.server.counters.reused += 1
@@ -400,6 +410,7 @@ class Stream:
             resp = parse_response(head, req.method, False)
         except HeadError:
             return self._slow(c)
+        self.t_resp = self.loop.time()
         status = resp.status
         fr = resp.framing
         if (status < 200 or status in self.be.policy.retry_on or fr.kind is BodyKind.CLOSE
@@ -883,6 +894,7 @@ class Stream:
             lease.server.observe(status_event(resp.status))
             if resp.status >= 200 or resp.status == 101:
                 self._resp_raw = head
+                self.t_resp = self.loop.time()
                 return resp
             if req.version == b"1.0":
                 continue  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)

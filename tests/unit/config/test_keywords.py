@@ -52,7 +52,11 @@ def test_sections_follow_haproxy_matrix():
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
         "http-buffer-request", "abortonclose", "allbackups", "persist",
-        "accept-invalid-http-request", "idle-close-on-response"}
+        "accept-invalid-http-request", "idle-close-on-response", "dontlognull", "log-health-checks"}
+    assert OPTIONS["dontlognull"].sections == {"defaults", "frontend", "listen"}
+    assert OPTIONS["log-health-checks"].sections == {"defaults", "listen", "backend"}
+    assert allowed_sections("capture") == {"frontend", "listen"}
+    assert allowed_sections("log-format") == {"defaults", "frontend", "listen"}
 
 
 def test_keywords_for_a_section():

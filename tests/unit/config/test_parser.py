@@ -159,7 +159,7 @@ def test_suggestions_only_come_from_the_section():
     ("defaults", "no option redispach",
      "unknown option 'redispach' in defaults section; did you mean 'redispatch'?"),
     ("defaults", "option frobnicate", "unknown option 'frobnicate' in defaults section"),
-    ("defaults", "option httplog", "option 'httplog' is not supported"),
+    ("defaults", "option httpslog", "option 'httpslog' is not supported"),
     ("defaults", "option http-server-close", "option 'http-server-close' is not supported"),
     ("defaults", "timeout clinet 5s",
      "unknown timeout 'clinet' in defaults section; did you mean 'client'?"),
@@ -477,7 +477,6 @@ def test_ignored_global_keywords_warn():
         """
     assert warnings_of(text + TAIL) == [
         "site.cfg:2: 'daemon' is accepted for haproxy compatibility and ignored",
-        "site.cfg:3: 'log' is accepted for haproxy compatibility and ignored",
         "site.cfg:4: 'user' is accepted for haproxy compatibility and ignored",
         "site.cfg:5: 'group' is accepted for haproxy compatibility and ignored",
         "site.cfg:6: 'chroot' is accepted for haproxy compatibility and ignored",
@@ -486,7 +485,17 @@ def test_ignored_global_keywords_warn():
     ]  # `stats socket` (line 8) is supported: tests/unit/config/test_stats_socket_keywords.py
 
 
-def test_log_warns_and_timeout_check_and_health_check_settings_do_not():
+def test_global_log_line_is_a_target_not_a_warning():
+    config = loads(textwrap.dedent("""\
+        global
+            log 127.0.0.1:514 local0 notice
+        """ + TAIL), "site.cfg", env={})
+    (target,) = config.global_.logs
+    assert (target.kind, target.host, target.port, target.facility, target.level) == ("udp", "127.0.0.1", 514, 16, 5)
+    assert config.frontends[0].logs == ()  # no `log global` in the frontend: not logged
+
+
+def test_log_lines_do_not_warn_and_timeout_check_and_health_check_settings_do_not():
     text = """\
         defaults
             log global
@@ -501,8 +510,6 @@ def test_log_warns_and_timeout_check_and_health_check_settings_do_not():
             server s1 127.0.0.1:8080 check inter 2s rise 2 fall 3
         """
     assert warnings_of(text) == [
-        "site.cfg:2: 'log' is accepted for haproxy compatibility and ignored",
-        "site.cfg:3: 'no log' is accepted for haproxy compatibility and ignored",
         ("site.cfg:9: 'option forwardfor' argument 'header X-Client' is accepted for haproxy "
         "compatibility and ignored"),
         ("site.cfg:9: 'option forwardfor' argument 'except 10.0.0.0/8' is accepted for haproxy "

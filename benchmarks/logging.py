@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""What the access log costs: splicer's CPU per 1 KiB request with `option httplog` logged
+to a file and to syslog over UDP, against the same configuration without logging, in one run.
+
+    python benchmarks/logging.py [--rounds N] [--duration S] [--conns N] [--out DIR]
+    python benchmarks/logging.py --configs-only DIR    # write and --check the configs, measure nothing
+
+Method (benchmarks/run.py's, as benchmarks/rules.py): an nginx origin
+(templates/origin-nginx.conf) and the wrk client on CPU 0, each splicer on CPU 1; a
+splicer's CPU is the utime+stime of its process tree from /proc/PID/stat before and after a
+wrk run, divided by the requests wrk counted. The three configurations run side by side
+(three splicer processes, the others idle while one is measured), in an order rotated every
+round, so drift on a shared machine hits all alike; the table shows the medians.
+
+The configurations (templates/splicer.cfg's settings, same origin):
+  nolog   no `log` line.
+  file    `option httplog` and `log file@<workdir>/access.log format raw daemon`.
+  syslog  `option httplog` and `log udp@127.0.0.1:19299 local0` (haproxy's default `local`
+          framing); a socat on CPU 0 receives the datagrams and drops them.
+Every line is checked at the end: the file holds one line per request wrk counted (plus the
+benchmark's port probes), and the log counters (Proxy.stats()["log"]) show no drop.
+
+Target (issue 10): logging costs at most 15 % more CPU per request than nolog.
+Outputs in --out: logging.md (also printed), logging.json (every sample), the configs.
+Exit status: 0 when measured (whatever the figure), 1 when a run had errors, 2 when the
+benchmark could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run  # noqa: E402  (benchmarks/run.py: services, pinning, wrk, /proc accounting)
+
+PORTS = {"nolog": 19290, "file": 19291, "syslog": 19292}
+SYSLOG_PORT = 19299
+FILE = "1k.bin"
+
+
+def config(name: str, workdir: Path) -> Path:
+    """Write the splicer config `name` (a PORTS key); returns its path."""
+    o1, o2 = run.ORIGIN_PORTS
+    text = (run.TEMPLATES / "splicer.cfg").read_text()
+    text = text.replace("@@PORT@@", str(PORTS[name])).replace("@@ORIGIN1_PORT@@", str(o1))
+    text = text.replace("@@ORIGIN2_PORT@@", str(o2))
+    if name != "nolog":
+        target = (f"file@{workdir}/access.log format raw daemon" if name == "file"
+                  else f"udp@127.0.0.1:{SYSLOG_PORT} local0")
+        text = text.replace("    default_backend farm\n",
+                            f"    option httplog\n    log {target}\n    default_backend farm\n", 1)
+    cfg = workdir / f"logging-{name}.cfg"
+    cfg.write_text(text)
+    return cfg
+
+
+def check(cfg: Path) -> None:
+    p = subprocess.run(run.splicer_command() + ["-c", str(cfg), "--check"], check=False,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        run.die(f"splicer --check rejected {cfg.name}:\n{p.stdout}{p.stderr}")
+
+
+def measure(svc: run.Service, port: int, conns: int, duration: int) -> dict:
+    before = svc.ticks()
+    r = run.run_wrk(port, "/" + FILE, conns, duration)
+    ticks = svc.ticks() - before
+    r.pop("output", None)
+    r["cpu_s"] = ticks / run.CLK_TCK
+    if r.get("requests"):
+        r["cpu_us_per_req"] = r["cpu_s"] * 1e6 / r["requests"]
+    return r
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds, each measuring every config (default 5)")
+    ap.add_argument("--duration", type=int, default=10, help="seconds of wrk per measurement (default 10)")
+    ap.add_argument("--conns", type=int, default=50, help="keep-alive connections (default 50)")
+    ap.add_argument("--out", type=Path, default=HERE / "results", help="output directory")
+    ap.add_argument("--configs-only", type=Path, metavar="DIR",
+                    help="write the configs into DIR, check them, and exit")
+    args = ap.parse_args(argv)
+
+    if args.configs_only is not None:
+        args.configs_only.mkdir(parents=True, exist_ok=True)
+        for name in PORTS:
+            cfg = config(name, args.configs_only)
+            check(cfg)
+            print(f"{cfg}: splicer --check accepted it")
+        return 0
+
+    for tool in ("nginx", "wrk", "taskset", "socat"):
+        if shutil.which(tool) is None:
+            run.die(f"{tool} is not installed")
+    for port in (*run.ORIGIN_PORTS, *PORTS.values()):
+        if not run.port_free(port):
+            run.die(f"port {port} is in use")
+    workdir = Path(tempfile.mkdtemp(prefix="splicer-logging-"))
+    os.chmod(workdir, 0o755)  # nginx workers (user nobody) read the docroot
+    samples: dict[str, list[dict]] = {name: [] for name in PORTS}
+    counters: dict[str, dict | None] = {}
+    lines = 0
+    try:
+        run.make_files(workdir / "www", {FILE: 1 << 10})
+        run.start_origin(workdir)
+        run.Service("syslog-sink", ["socat", "-u", f"UDP4-RECV:{SYSLOG_PORT},bind=127.0.0.1,rcvbuf=8388608",
+                                    "OPEN:/dev/null"], run.CPU_CLIENT, workdir)
+        services = {}
+        for name in PORTS:
+            cfg = config(name, workdir)
+            check(cfg)
+            services[name] = run.start_splicer(f"splicer-{name}", cfg, workdir)
+            services[name].wait_port(PORTS[name])
+        order = list(PORTS)
+        for rnd in range(args.rounds):
+            for name in order:
+                r = measure(services[name], PORTS[name], args.conns, args.duration)
+                r["round"] = rnd
+                samples[name].append(r)
+                run.log(f"round {rnd + 1}/{args.rounds} {name}: {r.get('cpu_us_per_req', float('nan')):.2f} "
+                        f"µs/req, {r.get('wrk_req_s') or 0:.0f} req/s, {r.get('errors', 1)} errors")
+            order = order[1:] + order[:1]
+        for name in PORTS:
+            st = (run.splicer_stats(services[name]) or {}).get("counters", {})
+            counters[name] = {"sent": int(st.get("log.sent", 0)), "dropped": int(st.get("log.dropped", 0))}
+        with open(workdir / "access.log", "rb") as f:
+            lines = sum(1 for _ in f)
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in PORTS:
+            shutil.copy(workdir / f"logging-{name}.cfg", args.out / f"logging-{name}.cfg")
+    finally:
+        run.stop_all()
+
+    med = {}
+    for name, rs in samples.items():
+        vals = [r["cpu_us_per_req"] for r in rs if "cpu_us_per_req" in r]
+        rps = [r["wrk_req_s"] for r in rs if r.get("wrk_req_s")]
+        med[name] = {"cpu_us_per_req": statistics.median(vals) if vals else None,
+                     "req_s": statistics.median(rps) if rps else None}
+    base = med["nolog"]["cpu_us_per_req"]
+    md = ["| config | proxy CPU µs per request | vs nolog | req/s | lines sent | dropped |", "|---|---|---|---|---|---|"]
+    for name in PORTS:
+        m, c = med[name], counters.get(name) or {}
+        if not m["cpu_us_per_req"]:
+            md.append(f"| {name} | - | - | - | - | - |")
+            continue
+        vs = "" if name == "nolog" or not base else f"{(m['cpu_us_per_req'] / base - 1) * 100:+.1f} %"
+        md.append(f"| {name} | {m['cpu_us_per_req']:.2f} | {vs} | {m['req_s']:.0f} | "
+                  f"{c.get('sent', '-') if name != 'nolog' else '-'} | {c.get('dropped', '-') if name != 'nolog' else '-'} |")
+    wrk_file = sum(r.get("requests") or 0 for r in samples["file"])
+    errors = sum(r.get("errors") or 0 for rs in samples.values() for r in rs)
+    if errors:
+        md.append(f"\nINVALID: {errors} requests failed (non-2xx/3xx or socket errors); "
+                  "the figures above are not a measurement")
+    md.append(f"\nThe file holds {lines} lines for {wrk_file} requests wrk counted on `file` (the "
+              f"difference: wrk's cut-off requests and the port probes). {args.rounds} rounds of "
+              f"{args.duration} s, {args.conns} connections, median; target: at most +15 %.")
+    text = "\n".join(md) + "\n"
+    (args.out / "logging.md").write_text(text)
+    (args.out / "logging.json").write_text(json.dumps({"samples": samples, "medians": med, "log": counters,
+                                                        "file_lines": lines}, indent=2))
+    print(text)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""What a finished stream (or a request refused before it became one) leaves for the access
+log: the LogRecord (record.py) read from the runtime objects, once, when it ends.
+
+Rule: this is the only module of splicer/log that reads runtime objects (Stream,
+HttpSession, FrontendRT, Backend); it takes what the format needs and makes the record,
+doing no formatting. The timers follow haproxy 8.4, measured on the loop's clock:
+  - first request of a connection: Th = Ti = 0 and TR runs from the accept to the end of
+    the request head (splicer reads a head whole, in the engine: the first byte's time is
+    not seen apart); a later request on the connection: Ti runs from the end of the
+    previous response to its head, and TR is 0;
+  - Tw: from the head to a server connection, less Tc; Tc: the successful connect (0 on a
+    reused connection); Tr: from the server connection to the final response head;
+  - Ta: from the request's start to the end of the stream; Tt = Th + Ti + Ta.
+-1 marks an event that never happened.
+"""
+from __future__ import annotations
+
+from splicer.http.termination import NORMAL, Phase
+from splicer.log.record import LogRecord
+
+NOSRV = "<NOSRV>"
+
+_new = tuple.__new__  # LogRecord's fields in order, without NamedTuple's keyword-handling __new__
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000.0 + 0.5) if seconds > 0 else 0
+
+
+def request_line(raw: bytes) -> bytes:
+    """The request line of a head as received (empty lines before it skipped)."""
+    start = 0
+    while raw.startswith(b"\r\n", start):
+        start += 2
+    end = raw.find(b"\r\n", start)
+    return raw[start:end] if end >= 0 else raw[start:]
+
+
+def _capture(fields, wanted: tuple) -> tuple:
+    """The last occurrence of each captured field, cut to its length (haproxy `capture`)."""
+    if not wanted:
+        return ()
+    found: dict[bytes, bytes] = {}
+    names = {n for n, _ in wanted}
+    for n, v in fields:
+        ln = n.lower()
+        if ln in names:
+            found[ln] = v
+    return tuple(found[n][:k] if n in found else None for n, k in wanted)
+
+
+def _response_fields(raw: bytes) -> list:
+    """The fields of a raw response head (for captures only: the head was parsed already)."""
+    out = []
+    for line in raw.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            out.append((name.strip(), value.strip()))
+    return out
+
+
+def _conns(fe, be, srv) -> tuple[int, int, int, int, int]:
+    """(ac, fc, bc, sc, bq) as haproxy's %ac/%fc/%bc/%sc/%bq show them now."""
+    proxy = fe.proxy
+    if be is None:
+        return proxy.active, fe.active, 0, 0, 0
+    active = be.balancer.active
+    return (proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0, be.queued)
+
+
+_TERMS: dict = {}
+"""Termination -> (ts, tsc): its two letters and the four of %tsc (memo; Enum values are slow)."""
+
+_VERSIONS = {b"1.1": b"HTTP/1.1", b"1.0": b"HTTP/1.0"}
+
+
+def _term(t) -> tuple[str, str]:
+    got = _TERMS.get(t)
+    if got is None:
+        ts = str(t)
+        got = _TERMS[t] = (ts, ts + "--")
+    return got
+
+
+def stream_record(st, logger, now: float) -> LogRecord:
+    """The record of the finished http Stream `st` (runtime/stream.py), at loop time `now`.
+    (Called once per request: written for speed, every timer inlined.)"""
+    s = st.s
+    fe = st.fe
+    be = st.be
+    t_head = st.t_head
+    if st._first:
+        start = s.t_accept
+        Ti, TR = 0, int((t_head - start) * 1000.0 + 0.5)
+    else:
+        start = t_head
+        Ti, TR = int((t_head - s.t_idle) * 1000.0 + 0.5), 0
+    srv = st.server
+    t_lease = st.t_lease
+    if t_lease:
+        lease = st._last
+        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
+        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
+        if Tw < 0:
+            Tw = 0
+        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
+    else:
+        phase = st.term.phase
+        Tw = _ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
+        Tc = Tr = -1
+    Ta = int((now - start) * 1000.0 + 0.5)
+    active = be.balancer.active
+    term = st.term
+    ts, tsc = ("--", "----") if term is NORMAL else _term(term)  # (hashing a Termination is slow)
+    req = st.req
+    raw = st.raw
+    end = raw.find(b"\r\n")
+    line = raw[:end] if end > 0 else request_line(raw)
+    caps = fe.captures
+    up, down = st.up, st.down
+    off = logger.hub.offset
+    logger.count += 1
+    if logger.needs_dst:
+        fi, fp = s.local_ip, s.local_port
+    else:
+        fi, fp = "", 0
+    peer = s.peer
+    if type(peer) is tuple:
+        ci, cp = peer[0], peer[1]
+    else:
+        ci, cp = "unknown", 0
+    return _new(LogRecord, (
+        ci, cp, fi, fp, s.t_accept + off, start + off,
+        0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
+        fe.name, be.name, srv.model.name if srv is not None else NOSRV,
+        st.status or -1, st.head_out + down.moved, st.head_in + up.moved,
+        ts, tsc, fe.proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0,
+        st.retries, st.redispatched, 0, be.queued,
+        _capture(req.headers, caps[0]) if caps[0] else (),
+        _capture(_response_fields(st._resp_raw), caps[1]) if caps[1] else (),
+        line, req.method, req.target, _VERSIONS.get(req.version) or b"HTTP/" + req.version,
+        up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
+
+
+def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
+                   req=None, raw: bytes = b"", backend: str = "") -> LogRecord:
+    """The record of a request refused (or a connection closed) before any stream: a head
+    that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
+    frontend as backend, no backend having been chosen yet); or, with `req` (its head
+    `raw`), a request answered by splicer itself (an http-request rule, a 503 for want of a
+    backend, an ambiguous target refused), logged with its request line and `backend`."""
+    fe = s.fe
+    if req is not None:
+        caps = fe.captures
+        line, method, uri, version = request_line(raw), req.method, req.target, b"HTTP/" + req.version
+        hr = _capture(req.headers, caps[0]) if caps[0] else ()
+        TR = _ms(s.t_idle - s.t_accept) if not s.streams else 0
+    else:
+        line = method = uri = version = b""
+        hr = (None,) * len(fe.captures[0])
+        TR = -1
+    off = logger.hub.offset
+    start = s.t_accept if not s.streams else s.t_idle
+    fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
+    caps = fe.captures
+    Ta = _ms(now - start)
+    return LogRecord(
+        s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
+        0, 0 if s.streams else -1, TR, -1, -1, -1, Ta, Ta,
+        fe.name, backend or fe.name, NOSRV, status or -1, sent, received,
+        str(term), str(term) + "--", fe.proxy.active, fe.active, 0, 0, 0, False, 0, 0,
+        hr, (None,) * len(caps[1]), line, method, uri, version, 0, 0, logger.next_id(), "http")
+
+
+def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: float, logger,
+                  now: float) -> LogRecord:
+    """The record of a tcp-mode session (`option tcplog`): Tw/Tc up to the server
+    connection, Tt the whole session."""
+    ci, cp = (peer[0], peer[1]) if isinstance(peer, tuple) else ("unknown", 0)
+    off = logger.hub.offset
+    be = fe.backend
+    srv = lease.server if lease is not None else None
+    if lease is not None:
+        Tc = _ms(lease.connect)
+        Tw = max(0, _ms(t_lease - t_accept) - Tc)
+    else:
+        Tw, Tc = _ms(now - t_accept), -1
+    Tt = _ms(now - t_accept)
+    ac, fc, bc, sc, bq = _conns(fe, be, srv)
+    ts = str(term)
+    return LogRecord(
+        ci, cp, "", 0, t_accept + off, t_accept + off, 0, -1, -1, Tw, Tc, -1, Tt, Tt,
+        fe.name, be.name if be is not None else fe.name, srv.model.name if srv is not None else NOSRV,
+        -1, down.moved if down is not None else 0, up.moved if up is not None else 0,
+        ts, ts + "--", ac, fc, bc, sc, lease.failures if lease is not None else 0,
+        bool(lease is not None and lease.redispatched), 0, bq, (), (), b"", b"", b"", b"",
+        (up.spliced + down.spliced) if up is not None else 0, (up.copied + down.copied) if up is not None else 0,
+        logger.next_id(), "tcp")

@@ -1,0 +1,244 @@
+"""The access logger of a frontend: records queued, rendered and sent in batches.
+
+Rule: logging never blocks the worker and never delays a stream. A finished stream adds a
+frozen LogRecord (record.py) to a bounded queue (append only, no formatting); a timer
+FLUSH_DELAY later renders the whole batch (format.py), frames it for each target
+(syslog.py) and hands it to the targets (target.py), which write without waiting. A queue
+already holding MAX_QUEUE records drops the new one (counted, as a full target's drops).
+
+Theory of operation. One LogHub per worker (Proxy) opens each distinct target once, so a
+`log global` target used by several frontends is one socket and one pair of counters;
+each frontend with `log` lines gets a Logger with its format, its targets and their
+framers. LogHub.stats() is what Proxy.stats() shows under "log".
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from splicer.config.model import LogTarget
+from splicer.log.collect import refused_record, stream_record
+from splicer.log.format import LogFormat
+from splicer.log.syslog import INFO, Framer
+from splicer.log.target import Target, open_target
+
+log = logging.getLogger("splicer")
+
+MAX_QUEUE = 10000
+"""Records a logger holds before dropping new ones (bounded memory under any load)."""
+
+FLUSH_DELAY = 0.01
+"""Seconds between the first record of a batch and its write: under load a batch holds
+many lines, written with one syscall per file target."""
+
+TAG = "splicer"
+"""The syslog tag (haproxy: the program name)."""
+
+
+class LogHub:
+    """Every log target of one worker, opened once each.
+
+    Args:
+        loop: the worker's event loop.
+    """
+
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        self.targets: dict[tuple, Target | None] = {}
+        self.queue_drops = 0
+        self.loggers: list["Logger"] = []
+        self.offset = time.time() - loop.time()  # wall clock - loop clock (refreshed per batch)
+
+    def target(self, model: LogTarget) -> Target | None:
+        """The opened Target for `model` (None when it cannot be opened: logged once)."""
+        key = (model.kind, model.host, model.port, model.path, model.fd)
+        if key not in self.targets:
+            try:
+                self.targets[key] = open_target(model)
+            except OSError as exc:
+                log.error("log target %s cannot be opened: %s", model.address, exc)
+                self.targets[key] = None
+        return self.targets[key]
+
+    def logger(self, fmt: LogFormat, targets: tuple[LogTarget, ...], dontlognull: bool) -> "Logger | None":
+        """A Logger for a frontend's `log` lines (None: none of them takes traffic logs)."""
+        sinks = []
+        host = os.uname().nodename
+        for m in targets:
+            framer = Framer(m.format, m.facility, m.level, m.minlevel, TAG, os.getpid(), host,
+                            m.maxlen if (m.explicit_len or m.kind not in ("fd", "file")) else 0)
+            t = self.target(m)
+            if framer.sends_info and t is not None:
+                sinks.append((t, framer))
+        if not sinks:
+            return None
+        lg = Logger(self, fmt, sinks, dontlognull)
+        self.loggers.append(lg)
+        return lg
+
+    def events(self, targets: tuple[LogTarget, ...]) -> "EventLog | None":
+        """An EventLog for a backend's `log` lines (None: none can be opened)."""
+        host = os.uname().nodename
+        sinks = []
+        for m in targets:
+            t = self.target(m)
+            if t is not None:
+                sinks.append((t, Framer(m.format, m.facility, m.level, m.minlevel, TAG, os.getpid(), host,
+                                        m.maxlen if (m.explicit_len or m.kind not in ("fd", "file")) else 0)))
+        if not sinks:
+            return None
+        ev = EventLog(self, sinks)
+        self.loggers.append(ev)
+        return ev
+
+    def flush(self) -> None:
+        """Write every pending batch now (at stop)."""
+        for lg in self.loggers:
+            lg.flush()
+
+    def close(self) -> None:
+        """Flush, then close the targets."""
+        self.flush()
+        for t in self.targets.values():
+            if t is not None:
+                t.close()
+
+    def stats(self) -> dict:
+        """{"sent", "dropped" (targets' drops + queue drops), "targets": {address: {"sent", "dropped"}}}."""
+        targets = {}
+        for t in self.targets.values():
+            if t is not None:
+                c = targets.setdefault(t.address, {"sent": 0, "dropped": 0})
+                c["sent"] += t.sent
+                c["dropped"] += t.dropped
+        return {"sent": sum(c["sent"] for c in targets.values()),
+                "dropped": self.queue_drops + sum(c["dropped"] for c in targets.values()),
+                "queue_dropped": self.queue_drops, "targets": targets}
+
+
+class Logger:
+    """A frontend's traffic log: add() records, they are written FLUSH_DELAY later.
+
+    Attributes:
+        fmt: the compiled LogFormat; dontlognull: `option dontlognull`.
+        needs_dst: records must carry the frontend address (%fi / %fp).
+    """
+
+    __slots__ = ("hub", "fmt", "sinks", "dontlognull", "needs_dst", "queue", "_timer", "count", "loop")
+
+    def __init__(self, hub: LogHub, fmt: LogFormat, sinks: list[tuple[Target, Framer]], dontlognull: bool) -> None:
+        self.hub = hub
+        self.fmt = fmt
+        self.sinks = sinks
+        self.dontlognull = dontlognull
+        self.needs_dst = fmt.needs_dst
+        self.queue: list = []
+        self._timer = None
+        self.count = 0  # records taken (the %rt request counter)
+        self.loop = hub.loop
+
+    def next_id(self) -> int:
+        """The next value of the %rt request counter."""
+        self.count += 1
+        return self.count
+
+    def stream(self, st) -> None:
+        """Log the http Stream `st` that just ended (runtime/stream.py Stream.record)."""
+        q = self.queue
+        if len(q) >= MAX_QUEUE:
+            self.hub.queue_drops += 1
+            return
+        q.append(stream_record(st, self, self.loop.time()))
+        if self._timer is None:
+            self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def tunnel(self, record) -> None:
+        """Log a tcp-mode connection (collect.tunnel_record); `option dontlognull` skips
+        one on which the client sent nothing."""
+        if record.U == 0 and self.dontlognull:
+            return
+        self.add(record)
+
+    def refused(self, session, term, status: int, sent: int, received: int) -> None:
+        """Log a request refused (or a connection closed) before it became a stream;
+        `option dontlognull` skips one on which the client sent nothing."""
+        if received == 0 and self.dontlognull:
+            return
+        self.add(refused_record(session, self, term, status, sent, received, self.loop.time()))
+
+    def local(self, session, req, raw: bytes, term, status: int, sent: int, received: int, backend: str) -> None:
+        """Log a request splicer answered itself (session._answer_locally)."""
+        self.add(refused_record(session, self, term, status, sent, received, self.loop.time(), req, raw,
+                                backend))
+
+    def add(self, record) -> None:
+        """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting)."""
+        q = self.queue
+        if len(q) >= MAX_QUEUE:
+            self.hub.queue_drops += 1
+            return
+        q.append(record)
+        if self._timer is None:
+            self._timer = self.hub.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        """Render and send the queued records."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        records, self.queue = self.queue, []
+        if not records:
+            return
+        hub = self.hub
+        hub.offset = time.time() - hub.loop.time()
+        render = self.fmt.render
+        lines = []
+        for r in records:
+            try:
+                lines.append(render(r))
+            except Exception:  # a bug in a format: log it, never lose the batch
+                log.exception("log-format failed on a record")
+        now = time.time()
+        for target, framer in self.sinks:
+            if target.joins and not framer.maxlen:
+                target.send_joined(framer.join(INFO, lines, now), len(lines))
+            else:
+                target.send(framer.frames(INFO, lines, now))
+
+
+class EventLog:
+    """A backend's log of events (server state changes, health checks with `option
+    log-health-checks`): text lines at a severity each, batched as traffic lines are.
+    haproxy's levels: "alert" for a server going down, "notice" for one coming up, "info"
+    for a health check result."""
+
+    __slots__ = ("hub", "sinks", "queue", "_timer")
+
+    def __init__(self, hub: LogHub, sinks: list[tuple[Target, Framer]]) -> None:
+        self.hub = hub
+        self.sinks = sinks
+        self.queue: list[tuple[int, str]] = []
+        self._timer = None
+
+    def add(self, level: int, text: str) -> None:
+        """Queue one line of severity `level` (0..7); dropped and counted past MAX_QUEUE."""
+        if len(self.queue) >= MAX_QUEUE:
+            self.hub.queue_drops += 1
+            return
+        self.queue.append((level, text))
+        if self._timer is None:
+            self._timer = self.hub.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        events, self.queue = self.queue, []
+        if not events:
+            return
+        now = time.time()
+        for target, framer in self.sinks:
+            frames = [framer.frame(level, text, now) for level, text in events if level <= framer.level]
+            if frames:
+                target.send(frames)
