@@ -153,7 +153,7 @@ def execute(proxy: "Proxy", cmd: Command) -> dict:
             return {"text": f"Health check was not configured on this server, cannot {verb}.\n"}
         be.set_checking(i, cmd.action == "on")
     elif name == "shutdown sessions server":
-        n = be.shutdown_streams(i, Cause.KILLED)
+        n = be.shutdown_streams(i, Cause.KILLED, clients=True)
         if n:
             log.warning("backend %s server %s: %d stream(s) shut down (runtime API)", be.name, srv.model.name, n)
     elif cmd.action == "state":
