@@ -7,8 +7,9 @@ from __future__ import annotations
 import socket
 import time
 
-from tests.e2e.helpers import ThreadedServer, free_port
-from tests.e2e.test_runtime_api import cli, config, origins, wait_socket  # noqa: F401 (fixture)
+from tests.e2e.helpers import ThreadedServer, free_port, head_fields, read_response
+from tests.e2e.test_runtime_api import cli, config, wait_socket
+from tests.e2e.test_stats_page import get, parse_csv, stats_config
 
 
 class BigOrigin(ThreadedServer):
@@ -64,3 +65,69 @@ def test_shutdown_sessions_ends_a_slow_download_at_once(start_splicer, tmp_path)
         assert got < BigOrigin.BIG
     finally:
         origin.close()
+
+
+def _post(port: int, target: str, body: bytes, chunks: list[bytes] | None = None) -> tuple[int, str]:
+    """A form POST on a raw socket, with Content-Length or (given `chunks`, whose data
+    joins into `body`) chunked; (status, Location)."""
+    head = b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n" % target.encode()
+    if chunks is None:
+        data = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    else:
+        assert b"".join(chunks) == body
+        data = head + b"Transfer-Encoding: chunked\r\n\r\n" + b"".join(
+            b"%x;ext=1\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\nX-Trailer: t\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(data)
+        head, _ = read_response(s)
+    status = int(head[9:12])
+    location = [v for n, v in head_fields(head) if n.lower() == b"location"]
+    return status, location[0].decode() if location else ""
+
+
+def _states(sport: int) -> dict[tuple[str, str], dict]:
+    rows = parse_csv(get(sport, "/st;csv")[2].decode())
+    return {(r["pxname"], r["svname"]): r for r in rows}
+
+
+def test_admin_form_takes_a_chunked_body_and_a_backend_id(start_splicer, farm):
+    """A chunked admin POST is read as the same form (haproxy reads the whole body); `b=`
+    takes the backend's proxy id `#<iid>` (the CSV's iid column) as well as its name."""
+    port, sport = free_port(), free_port()
+    cfg = stats_config(port, sport, [("web1", farm[0].port), ("web2", farm[1].port)],
+                       stats="    stats admin if TRUE\n")
+    start_splicer(cfg, [port, sport])
+    body = b"s=web1&action=drain&b=farm"
+    assert _post(sport, "/st", body, [body[:7], body[7:20], body[20:]]) == (303, "/st;st=DONE")
+    rows = _states(sport)
+    assert rows[("farm", "web1")]["status"] == "DRAIN"
+    iid = rows[("farm", "BACKEND")]["iid"]
+    fe_iid = rows[("www", "FRONTEND")]["iid"]
+    assert iid.isdigit() and fe_iid.isdigit() and iid != fe_iid
+    assert _post(sport, "/st", f"s=web1&action=ready&b=#{iid}".encode()) == (303, "/st;st=DONE")
+    assert _states(sport)[("farm", "web1")]["status"] == "no check"
+    for b in (f"#{fe_iid}", "#999", "#", "#x"):  # a frontend's id, no such id, no id
+        assert _post(sport, "/st", f"s=web1&action=maint&b={b}".encode()) == (303, "/st;st=ERRP"), b
+    assert _states(sport)[("farm", "web1")]["status"] == "no check"
+    # a chunked form larger than a buffer is refused as haproxy does, nothing done
+    big = b"s=web1&action=maint&b=farm&pad=" + b"p" * 20000
+    assert _post(sport, "/st", big, [big[:10000], big[10000:]]) == (303, "/st;st=EXCD")
+    assert _states(sport)[("farm", "web1")]["status"] == "no check"
+
+
+def test_a_failed_admin_action_logs_one_line(start_splicer, farm):
+    """A stats-page action the runtime API refuses on every worker (its answer spans
+    several lines) is logged as one record on one line."""
+    port, sport = free_port(), free_port()
+    cfg = stats_config(port, sport, [("web1", farm[0].port)], nbthread=2, stats="    stats admin if TRUE\n")
+    sp = start_splicer(cfg, [port, sport], workers=2)
+    assert _post(sport, "/st", b"s=nosuch&action=drain&b=farm") == (303, "/st;st=ERRP")
+    deadline = time.monotonic() + 15
+    while "stats admin" not in sp.log():
+        assert time.monotonic() < deadline, sp.log()
+        time.sleep(0.05)
+    lines = sp.log().splitlines()
+    at = [i for i, line in enumerate(lines) if "stats admin" in line]
+    assert len(at) == 1, lines
+    assert "No such server." in lines[at[0]]
+    assert not any(line.strip() == "No such server." for line in lines), lines
