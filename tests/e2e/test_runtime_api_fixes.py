@@ -131,3 +131,27 @@ def test_a_failed_admin_action_logs_one_line(start_splicer, farm):
     assert len(at) == 1, lines
     assert "No such server." in lines[at[0]]
     assert not any(line.strip() == "No such server." for line in lines), lines
+
+
+def test_show_errors_prints_the_reason_as_plain_text(start_splicer, tmp_path):
+    """`show errors` gives the parser's reason in words and haproxy's "error at position";
+    the refused bytes appear in the escaped dump only, never as a Python repr."""
+    origin = BigOrigin()
+    try:
+        port = free_port()
+        cfg, d = config(tmp_path, port, [("s1", origin.port, "")])
+        start_splicer(cfg, [port])
+        wait_socket(f"{d}/admin.sock")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /bad path HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_response(s)[0].startswith(b"HTTP/1.1 400")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nBad header\r\n\r\n")
+            assert read_response(s)[0].startswith(b"HTTP/1.1 400")
+        out = cli(f"{d}/oper.sock", "show errors\n")
+        assert "bytearray" not in out and "b'" not in out, out
+        assert "answered 400: illegal request line\n  len 35, error at position 0\n" in out, out
+        assert "answered 400: illegal header line\n  len 39, error at position 25\n" in out, out
+        assert "  00000  GET /bad path HTTP/1.1\\r\\n\n" in out
+    finally:
+        origin.close()
