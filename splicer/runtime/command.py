@@ -160,14 +160,21 @@ def execute(proxy: "Proxy", cmd: Command) -> dict:
         be.set_admin(i, str(cmd.value))
     elif cmd.action == "weight":
         be.set_weight(i, effective_weight(int(cmd.value), cmd.relative, srv.model.weight))
+    elif name == "get weight":
+        return {"text": f"{srv.weight} (initial {srv.model.weight})\n"}
     elif cmd.action == "addr":
+        # haproxy server_set_inetaddr(): what changed is said, "nothing changed" otherwise
         old_host, old_port = srv.addr
         port = old_port if cmd.port is None else cmd.port
-        be.set_address(i, str(cmd.value), port)
-        text = f"IP changed from '{old_host}' to '{cmd.value}'"
+        changes = []
+        if str(cmd.value) != old_host:
+            changes.append(f"IP changed from '{old_host}' to '{cmd.value}'")
         if port != old_port:
-            text += f", port changed from '{old_port}' to '{port}'"
-        return {"text": text + " by 'stats socket command'\n"}
+            changes.append(f"port changed from '{old_port}' to '{port}'")
+        if not changes:
+            return {"text": "nothing changed\n"}
+        be.set_address(i, str(cmd.value), port)
+        return {"text": ", ".join(changes) + " by 'stats socket command'\n"}
     return {"text": ""}
 
 

@@ -8,7 +8,7 @@ import socket
 import time
 
 from tests.e2e.helpers import ThreadedServer, free_port, head_fields, read_response
-from tests.e2e.test_runtime_api import cli, config, wait_socket
+from tests.e2e.test_runtime_api import cli, config, server_rows, wait_socket
 from tests.e2e.test_stats_page import get, parse_csv, stats_config
 
 
@@ -153,5 +153,55 @@ def test_show_errors_prints_the_reason_as_plain_text(start_splicer, tmp_path):
         assert "answered 400: illegal request line\n  len 35, error at position 0\n" in out, out
         assert "answered 400: illegal header line\n  len 39, error at position 25\n" in out, out
         assert "  00000  GET /bad path HTTP/1.1\\r\\n\n" in out
+    finally:
+        origin.close()
+
+
+def _raw(path: str, data: bytes) -> bytes:
+    """Send `data` on a raw unix socket connection and read until the server closes."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(20)
+        s.connect(path)
+        s.sendall(data)
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+        return got
+
+
+def test_stats_socket_lines_as_haproxy_reads_them(start_splicer, tmp_path):
+    """An overlong line (it takes two reads) ends the connection and runs nothing; a NUL
+    byte refuses its whole line; a line of only ';' gets one empty answer; `set server
+    addr` refuses trailing words and says when nothing changed; haproxy's legacy `set
+    weight` / `get weight`."""
+    origin = BigOrigin()
+    try:
+        port = free_port()
+        cfg, d = config(tmp_path, port, [("s1", origin.port, "weight 4")])
+        start_splicer(cfg, [port])
+        admin = f"{d}/admin.sock"
+        wait_socket(admin)
+
+        def admin_state() -> str:
+            return server_rows(cli(admin, "show servers state\n"))["s1"][6]
+        assert admin_state() == "0"
+        from splicer.admin.line import MAX_LINE, NUL_REFUSED
+        assert _raw(admin, b" " * (MAX_LINE + 100) + b"disable server be/s1\n") == b""
+        assert _raw(admin, b"show info;" + b" " * MAX_LINE + b";disable server be/s1\n") == b""
+        assert admin_state() == "0"
+        assert _raw(admin, b"show cli level\0;disable server be/s1\n") == (NUL_REFUSED + "\n").encode()
+        assert _raw(admin, b"disable server be/s1;\0\n") == (NUL_REFUSED + "\n").encode()
+        assert admin_state() == "0"
+        assert cli(admin, ";\n") == "\n"
+        assert cli(admin, "; ;show cli level\n") == "admin\n\n"
+        usage = "set server <b>/<s> addr requires an address and optionally a port.\n\n"
+        assert cli(admin, f"set server be/s1 addr 127.0.0.2 port {origin.port} now\n") == usage
+        assert cli(admin, f"set server be/s1 addr 127.0.0.1 port {origin.port}\n") == "nothing changed\n\n"
+        assert cli(admin, "set server be/s1 addr 127.0.0.1\n") == "nothing changed\n\n"
+        assert cli(admin, "get weight be/s1\n") == "4 (initial 4)\n\n"
+        assert cli(admin, "set weight be/s1 50%\n") == "\n"
+        assert cli(f"{d}/user.sock", "get weight be/s1\n") == "2 (initial 4)\n\n"
+        assert cli(f"{d}/oper.sock", "set weight be/s1 9\n") == "Permission denied\n\n"
+        assert server_rows(cli(admin, "show servers state\n"))["s1"][7] == "2"
     finally:
         origin.close()
