@@ -99,6 +99,10 @@ SPECS: tuple[Spec, ...] = (
          "end every stream on a server now", ALL),
     Spec(("user",), Level.USER, "user",
          "lower this session's level to user", SESSION),
+    Spec(("get", "weight"), Level.USER, "get weight <bk>/<srv>",
+         "a server's current weight (and its initial one)", ANY),
+    Spec(("set", "weight"), Level.ADMIN, "set weight <bk>/<srv> (DEPRECATED)",
+         "change a server's weight (use 'set server' instead)", CHANGE),
     Spec(("help",), Level.USER, "help [<command>]",
          "list the commands (or those matching)", SESSION),
     Spec(("prompt",), Level.USER, "prompt",
@@ -234,7 +238,7 @@ def parse(words: tuple[str, ...] | list[str], level: Level,
         return Command(spec, words)
     if name == "help":
         return Command(spec, words, value=rest)
-    if spec.words[-1] not in ("server", "health"):
+    if spec.words[-1] not in ("server", "health", "weight"):
         return Command(spec, words)
     # the commands on one server: <bk>/<srv> first
     if not rest or "/" not in rest[0]:
@@ -250,8 +254,15 @@ def parse(words: tuple[str, ...] | list[str], level: Level,
         return Command(spec, words, backend, server, "ready" if spec.words[0] == "enable" else "maint")
     if name in ("enable health", "disable health"):
         return Command(spec, words, backend, server, "on" if spec.words[0] == "enable" else "off")
-    if name == "shutdown sessions server":
+    if name in ("shutdown sessions server", "get weight"):
         return Command(spec, words, backend, server)
+    if name == "set weight":  # haproxy's legacy form of `set server B/S weight`
+        if not args:
+            return Answer("Require <weight> or <weight%>.\n")
+        got = parse_weight(args[0])
+        if isinstance(got, Answer):
+            return got
+        return Command(spec, words, backend, server, "weight", got[0], got[1])
     # set server <bk>/<srv> ...
     usage = Answer("usage: set server <backend>/<server> addr | state | weight\n")
     if not args:
@@ -277,7 +288,7 @@ def parse(words: tuple[str, ...] | list[str], level: Level,
             return Answer(f"Invalid addr '{args[1]}'.\n")
         port = None
         if len(args) >= 3:
-            if args[2] != "port" or len(args) < 4:
+            if args[2] != "port" or len(args) != 4:  # trailing words: the usage error
                 return Answer("set server <b>/<s> addr requires an address and optionally a port.\n")
             if not args[3].isdigit() or not 0 < int(args[3]) < 65536:
                 return Answer(f"Invalid port '{args[3]}'.\n")

@@ -13,6 +13,8 @@ for the rest, so the dump is plain text whatever the client sent.
 """
 from __future__ import annotations
 
+import ast
+import re
 import time
 from dataclasses import dataclass
 
@@ -37,6 +39,7 @@ class ErrorCapture:
         reason: why (the parser's message).
         data: the bytes received, up to the limit of the head buffer.
         backend: the backend's name when one was chosen ("" : none).
+        pos: where in `data` the fault is (haproxy's "error at position"), -1: unknown.
     """
 
     when: float
@@ -49,18 +52,48 @@ class ErrorCapture:
     reason: str
     data: bytes
     backend: str = ""
+    pos: int = -1
 
     def as_dict(self) -> dict:
         """The capture as JSON-able data (bytes as latin-1 text)."""
         return {"when": self.when, "frontend": self.frontend, "fe_id": self.fe_id, "src": self.src,
                 "event": self.event, "worker": self.worker, "status": self.status, "reason": self.reason,
-                "data": self.data.decode("latin-1"), "backend": self.backend}
+                "data": self.data.decode("latin-1"), "backend": self.backend, "pos": self.pos}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ErrorCapture":
         """The inverse of as_dict()."""
         return cls(d["when"], d["frontend"], d["fe_id"], d["src"], d["event"], d["worker"], d["status"],
-                   d["reason"], d["data"].encode("latin-1"), d.get("backend", ""))
+                   d["reason"], d["data"].encode("latin-1"), d.get("backend", ""),
+                   d.get("pos", -1))
+
+
+# a Python bytes repr inside a parser's message (h11: "illegal request line: bytearray(b'...')")
+_BYTES_REPR = re.compile(r"""(?::\s*)?(?:bytearray\()?(b(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"))\)?""")
+
+
+def plain_reason(message: str, data: bytes) -> tuple[str, int]:
+    """A parser's message as `show errors` prints a reason: plain text, without the Python
+    repr of the offending bytes that h11 puts in it (the bytes belong in the dump), and
+    where those bytes start in `data` (haproxy's "error at position").
+
+    Args:
+        message: the parser's message, e.g. "illegal request line: bytearray(b'GET / x')".
+        data: the captured bytes.
+
+    Returns:
+        (reason, position): e.g. ("illegal request line", 0); position -1 when unknown.
+    """
+    pos = -1
+    for m in _BYTES_REPR.finditer(message):
+        try:
+            quoted = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):
+            continue
+        if pos < 0 and quoted:
+            pos = data.find(quoted)
+    text = _BYTES_REPR.sub("", message).strip() or "invalid request"
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text), pos
 
 
 _ESCAPES = {9: "\\t", 10: "\\n", 13: "\\r", 27: "\\e", 92: "\\\\"}
@@ -124,7 +157,7 @@ def render_errors(captures: list[ErrorCapture], now: float) -> str:
             f"[{date_text(c.when)}] frontend {c.frontend} (#{c.fe_id}): invalid request",
             f"  {be}, server <NONE> (#-1), event #{c.event}, src {c.src}",
             f"  worker {c.worker}, answered {c.status}: {c.reason}",
-            f"  len {len(c.data)}",
+            f"  len {len(c.data)}" + (f", error at position {c.pos}" if c.pos >= 0 else ""),
             "  ",
             *dump_lines(c.data),
         ]

@@ -24,7 +24,13 @@ PROMPT = "> "
 """What the interactive mode prints when it waits for a line (haproxy)."""
 
 MAX_LINE = 16384
-"""Longest accepted line, bytes (haproxy: the whole request must fit tune.bufsize)."""
+"""Longest accepted line, bytes (haproxy: the whole request must fit tune.bufsize); a
+longer one ends the connection, however many reads it came in."""
+
+NUL_REFUSED = "A NUL byte is not allowed in a command line: none of its commands was run.\n"
+"""The answer to a line holding a NUL byte: haproxy reads its CLI lines as C strings, so
+what follows a NUL is never a command; splicer runs no part of such a line (the master
+CLI answers the same)."""
 
 
 def split_commands(line: str) -> list[list[str]]:
@@ -107,12 +113,20 @@ class CliSession:
 
         Returns:
             What to do, in order: send each Answer's text as is; run each Command and send
-            `answer(its text)`. When `closed` is then True, close the connection after
+            `answer(its text)`. A line holding a NUL byte runs nothing and answers
+            NUL_REFUSED; a line of empty commands (";") answers one empty answer. When `closed` is then True, close the connection after
             them; in interactive mode the prompt is the last Answer.
         """
         out: list[Answer | Command] = []
         leave = not self.interactive and not more  # a non-interactive connection carries one line
-        for words in split_commands(line):
+        if "\0" in line:
+            commands: list[list[str]] = []
+            out.append(Answer(answer(NUL_REFUSED)))
+        else:
+            commands = split_commands(line)
+            if not commands and line.strip(" \t"):  # only ';': one empty answer (haproxy)
+                out.append(Answer(answer("")))
+        for words in commands:
             got = parse(words, self.level, self.servers)
             if isinstance(got, Answer):
                 out.append(Answer(answer(got.text)))

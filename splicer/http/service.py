@@ -185,9 +185,15 @@ def page_options(target: bytes, uri: bytes) -> PageOptions:
                        status if status.isalnum() else "")
 
 
-def admin_commands(body: bytes) -> tuple[list[str], str]:
+def admin_commands(body: bytes, backend_ids: dict[int, str] | None = None) -> tuple[list[str], str]:
     """The runtime API commands an admin form POST asks for: `action=<a>` (ready, drain,
-    maint), `b=<backend>` and one `s=<server>` per checked server (haproxy's form).
+    maint), `b=<backend>` and one `s=<server>` per checked server (haproxy's form). The
+    backend is a name or `#<iid>`, its proxy id (the `iid` column of the CSV), as haproxy's
+    proxy_be_by_name() takes it.
+
+    Args:
+        body: the urlencoded form (application/x-www-form-urlencoded), bytes.
+        backend_ids: proxy id -> backend name, for `b=#<iid>` (None: no id is known).
 
     Returns:
         (commands, status): `set server B/S state X` lines, and haproxy's outcome word when
@@ -200,6 +206,9 @@ def admin_commands(body: bytes) -> tuple[list[str], str]:
     action = next((v for k, v in pairs if k == "action"), "")
     backend = next((v for k, v in pairs if k == "b"), "")
     servers = [v for k, v in pairs if k == "s"]
+    if backend.startswith("#"):
+        iid = backend[1:]
+        backend = (backend_ids or {}).get(int(iid), "") if iid.isdigit() and iid.isascii() else ""
     if action not in ADMIN_ACTIONS or not backend or not _plain(backend):
         return [], "ERRP"
     if not servers:

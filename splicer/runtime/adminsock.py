@@ -169,6 +169,13 @@ class AdminSockets:
                     *lines, buf = buf.split(b"\n")
                     if len(buf) > MAX_LINE:
                         break  # a line longer than MAX_LINE: haproxy closes too
+                if any(len(raw) > MAX_LINE for raw in lines):
+                    # a line longer than MAX_LINE, however many reads it took: the lines
+                    # before it run, then the connection ends (haproxy closes too)
+                    lines = lines[:next(k for k, raw in enumerate(lines) if len(raw) > MAX_LINE)]
+                    too_long = True
+                else:
+                    too_long = False
                 for k, raw in enumerate(lines):
                     line = raw.decode("utf-8", "replace").rstrip("\r")
                     for step in session.handle(line, more=k < len(lines) - 1 or bool(buf)):
@@ -179,6 +186,8 @@ class AdminSockets:
                         await writer.drain()
                     if session.closed:
                         break
+                if too_long:
+                    break
         except (TimeoutError, ConnectionError):
             pass
         except Exception:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -104,8 +105,10 @@ class Lease:
             server meanwhile; a request that got no response byte on it may be retried).
         failures: failed connection attempts before this one succeeded (retries used).
         uses: requests the connection served before this one (0: a new connection).
-        killed: why splicer shut the connection down under its stream (Cause.DOWN, UP:
-            shutdown_streams()), None while it was not.
+        killed: why splicer shut the connection down under its stream (Cause.DOWN, UP,
+            KILLED: shutdown_streams()), None while it was not.
+        client: the client connection of the stream it is lent to (Stream sets it), which
+            shutdown_streams() ends too, or None.
     """
 
     server: Server
@@ -116,6 +119,7 @@ class Lease:
     killed: Cause | None = None
     connect: float = 0.0        # seconds the successful connect took (0: reused), the log's Tc
     redispatched: bool = False  # a failed connect sent it to another server (the log's "+")
+    client: socket.socket | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,12 +490,18 @@ class Backend:
         self.balancer.drop_conn(lease.server.index)
         self._wake_queue()
 
-    def shutdown_streams(self, i: int, cause: Cause) -> int:
+    def shutdown_streams(self, i: int, cause: Cause, clients: bool = False) -> int:
         """End every stream on server `i` now (haproxy srv_shutdown_streams()): each lent
         connection is shut down both ways and its lease marked `killed` with `cause`; the
         engine or loop moving its bytes sees the server end, and the stream ends the
         client side as for a server that died (a response in flight is cut short, never
-        made to look complete). Returns how many were shut down."""
+        made to look complete; one not begun gets its 502).
+
+        With `clients` (`shutdown sessions server`, which kills the streams: haproxy closes
+        both sides at once, silently) each stream's client connection is shut down both
+        ways too, with SO_LINGER 0, so the close that ends the stream resets it and drops
+        what its send buffer still held: the client sees the end within moments, not after
+        the buffers drained at its pace. Returns how many were shut down."""
         n = 0
         for lease in list(self.servers[i].leases):
             if lease.killed is not None:
@@ -502,6 +512,12 @@ class Backend:
                 lease.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            if clients and lease.client is not None:
+                try:
+                    lease.client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    lease.client.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         return n
 
     def server_state(self, i: int, up: bool) -> None:

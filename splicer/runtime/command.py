@@ -153,21 +153,28 @@ def execute(proxy: "Proxy", cmd: Command) -> dict:
             return {"text": f"Health check was not configured on this server, cannot {verb}.\n"}
         be.set_checking(i, cmd.action == "on")
     elif name == "shutdown sessions server":
-        n = be.shutdown_streams(i, Cause.KILLED)
+        n = be.shutdown_streams(i, Cause.KILLED, clients=True)
         if n:
             log.warning("backend %s server %s: %d stream(s) shut down (runtime API)", be.name, srv.model.name, n)
     elif cmd.action == "state":
         be.set_admin(i, str(cmd.value))
     elif cmd.action == "weight":
         be.set_weight(i, effective_weight(int(cmd.value), cmd.relative, srv.model.weight))
+    elif name == "get weight":
+        return {"text": f"{srv.weight} (initial {srv.model.weight})\n"}
     elif cmd.action == "addr":
+        # haproxy server_set_inetaddr(): what changed is said, "nothing changed" otherwise
         old_host, old_port = srv.addr
         port = old_port if cmd.port is None else cmd.port
-        be.set_address(i, str(cmd.value), port)
-        text = f"IP changed from '{old_host}' to '{cmd.value}'"
+        changes = []
+        if str(cmd.value) != old_host:
+            changes.append(f"IP changed from '{old_host}' to '{cmd.value}'")
         if port != old_port:
-            text += f", port changed from '{old_port}' to '{port}'"
-        return {"text": text + " by 'stats socket command'\n"}
+            changes.append(f"port changed from '{old_port}' to '{port}'")
+        if not changes:
+            return {"text": "nothing changed\n"}
+        be.set_address(i, str(cmd.value), port)
+        return {"text": ", ".join(changes) + " by 'stats socket command'\n"}
     return {"text": ""}
 
 

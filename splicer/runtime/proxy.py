@@ -22,7 +22,7 @@ from collections import deque
 from types import MappingProxyType
 
 from splicer import __version__
-from splicer.admin.errors import CAPTURES, ErrorCapture
+from splicer.admin.errors import CAPTURES, ErrorCapture, plain_reason
 
 from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
@@ -306,9 +306,11 @@ class Proxy:
 
     def capture_error(self, fe: FrontendRT, session, code: int, reason: str, data: bytes) -> None:
         """Remember a request head refused with status `code` (`show errors`)."""
+        data = bytes(data[:self.config.global_.bufsize])
+        text, pos = plain_reason(reason, data)
         self.errors.append(ErrorCapture(time.time(), fe.name, status.proxy_ids(self)[fe.name],
                                         f"{session.client_ip}:{session.client_port}", self.error_events,
-                                        self.worker, code, reason, bytes(data[:self.config.global_.bufsize])))
+                                        self.worker, code, text, data, pos=pos))
         self.error_events += 1
 
     def admin_context(self) -> dict:

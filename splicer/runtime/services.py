@@ -20,12 +20,15 @@ import logging
 
 from splicer import __version__
 from splicer.http import actions, errorpages
-from splicer.http.framing import BodyKind
+from splicer.http.chunked import MAX_LINE as CHUNK_LINE_MAX
+from splicer.http.chunked import ChunkedReader, Need
+from splicer.http.framing import BodyKind, FramingError
 from splicer.http.service import ServiceRule, admin_commands, authorized, page_options
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.report import html, prometheus
 from splicer.report.csv import render_csv
 from splicer.runtime import io
+from splicer.runtime.status import proxy_ids
 from splicer.runtime.stream import record_local
 from splicer.stats import merge_stats
 
@@ -72,6 +75,38 @@ async def _read_body(session, length: int) -> bytes | None:
     return bytes(buf)
 
 
+async def _read_chunked(session, limit: int) -> bytes | None:
+    """A chunked request body (RFC 9112 section 7.1), de-chunked, read to its end (trailer
+    section included) with http.chunked.ChunkedReader, each read within timeout client.
+
+    Returns:
+        The data, or None when it exceeds `limit` bytes (the rest is left unread).
+
+    Raises:
+        FramingError: bad chunked syntax; ValueError: a line longer than chunked.MAX_LINE;
+        OSError, TimeoutError: the client failed or went silent (as io.recv_line);
+        ConnectionError (an OSError): it closed before the end.
+    """
+    reader = ChunkedReader()
+    out = bytearray()
+    timeout = session.t_client or 10.0
+    while reader.need is not Need.DONE:
+        if reader.need is Need.DATA:
+            if len(out) + reader.data_left > limit:
+                return None
+            part = await _read_body(session, reader.data_left)
+            if part is None:
+                raise ConnectionError("the client closed inside a chunk")
+            out += part
+            reader.data_done(len(part))
+            continue
+        line = await io.recv_line(session.loop, session.sock, CHUNK_LINE_MAX, timeout, whole=True)
+        if not line.endswith(b"\n"):
+            raise ConnectionError("the client closed inside the chunked body")
+        reader.feed_line(line)
+    return bytes(out)
+
+
 async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
     """Answer one request with the service of `rule` (called by the session in place of a
     local rule's reply).
@@ -90,9 +125,18 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
     keep = req.keep_alive and req.upgrade is None
     fr = req.framing
     body = b""
-    if fr.kind is BodyKind.CHUNKED or (fr.kind is BodyKind.LENGTH and fr.length > FORM_MAX):
+    if fr.kind is BodyKind.LENGTH and fr.length > FORM_MAX:
         keep = False  # not read: the session closes in stages (its drain)
         body = None
+    elif fr.kind is BodyKind.CHUNKED:
+        try:
+            body = await _read_chunked(session, FORM_MAX)
+        except (FramingError, OSError, TimeoutError, ValueError):
+            return False  # a broken or missing body: nothing to answer it with, closed
+        if body is None:
+            keep = False  # too large (left unread: the session closes in stages)
+        else:
+            fe.counters.bin += len(body)
     elif fr.kind is BodyKind.LENGTH and fr.length:
         body = await _read_body(session, fr.length)
         if body is None:
@@ -147,13 +191,23 @@ async def _stats(session, req, method: bytes, body: bytes | None, rule: ServiceR
     return response(200, fields, html.render_page(stats, info).encode("utf-8"), keep, head_only)
 
 
+def one_line(text: str) -> str:
+    """`text` (a runtime API answer, one per worker, each of several lines) as one log
+    line: its non-empty lines joined with " | ", other control characters escaped as
+    \\xNN (one record is one line, as haproxy's logs)."""
+    parts = [p.strip() for p in text.splitlines()]
+    joined = " | ".join(p for p in parts if p)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in joined)
+
+
 async def _admin(proxy, body: bytes | None, admin: bool) -> str:
     """Run an admin form's actions on every worker; haproxy's outcome word."""
     if not admin:
         return "DENY"
     if body is None:
         return "EXCD"
-    commands, outcome = admin_commands(body)
+    ids = proxy_ids(proxy)
+    commands, outcome = admin_commands(body, {ids[name]: name for name in proxy.backends})
     if outcome:
         return outcome
     failed = 0
@@ -161,11 +215,11 @@ async def _admin(proxy, body: bytes | None, admin: bool) -> str:
         try:
             text = await proxy.cluster_command(line)
         except Exception as exc:
-            log.warning("stats admin: %r failed: %s", line, exc or type(exc).__name__)
+            log.warning("stats admin: %r failed: %s", line, one_line(str(exc) or type(exc).__name__))
             failed += 1
             continue
         if text.strip():  # the runtime API answers nothing when a `set server` applies
-            log.warning("stats admin: %r: %s", line, text.strip())
+            log.warning("stats admin: %r: %s", line, one_line(text))
             failed += 1
     if failed == 0:
         return "DONE"

@@ -339,6 +339,7 @@ class Stream:
         self.retries += lease.failures
         self.server = lease.server
         self._last = lease
+        lease.client = self.s.sock  # shutdown_streams() ends both sides
         self.t_lease = self.loop.time()
         if lease.reused:
             self.be.counters.reused += 1

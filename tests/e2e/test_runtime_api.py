@@ -433,8 +433,11 @@ def test_shutdown_sessions_and_clear_counters(start_splicer, tmp_path, origins):
     assert re.search(r"^0x[0-9a-f]+: proto=tcpv4 src=127\.0\.0\.1:\d+ fe=fe be=be srv=s1 age=\d+s phase=D worker=1$",
                      sess, re.M), sess
     assert cli(f"{d}/admin.sock", "shutdown sessions server be/s1\n") == "\n"
-    while chunk := slow.recv(1 << 20):
-        got += chunk
+    try:
+        while chunk := slow.recv(1 << 20):
+            got += chunk
+    except ConnectionResetError:  # killed as haproxy does: closed with what was unsent dropped
+        pass
     slow.close()
     assert len(got) < NamedOrigin.SLOW  # cut short, not completed
     counters = json.loads(cli(f"{d}/user.sock", "show counters\n").split("\n")[0])
@@ -464,8 +467,8 @@ def test_disable_health_and_set_addr(start_splicer, tmp_path, origins):
     assert row[5] == "2" and row[13] == "2"
     # point it at a live origin
     answer = cli(f"{d}/admin.sock", f"set server be/s1 addr 127.0.0.1 port {origins[0].port}\n")
-    assert answer == (f"IP changed from '127.0.0.1' to '127.0.0.1', port changed from '{dead}' to "
-                      f"'{origins[0].port}' by 'stats socket command'\n\n")
+    # the same IP: only the port is said to change (haproxy server_set_inetaddr())
+    assert answer == f"port changed from '{dead}' to '{origins[0].port}' by 'stats socket command'\n\n"
     assert served_by(get(port)[0]) == "s1"
     assert cli(f"{d}/admin.sock", "enable health be/s1\n") == "\n"
     row = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))["s1"]

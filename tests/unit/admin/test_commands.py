@@ -102,3 +102,28 @@ def test_weights():
     assert effective_weight(50, True, 3) == 1  # 50 % of 3, rounded down
     assert effective_weight(200, True, 200) == 256  # capped
     assert effective_weight(7, False, 3) == 7
+
+
+@pytest.mark.parametrize("line, text", [
+    ("set server be/s1 addr 1.2.3.4 port 80 extra",
+     "set server <b>/<s> addr requires an address and optionally a port.\n"),
+    ("set server be/s1 addr 1.2.3.4 extra",
+     "set server <b>/<s> addr requires an address and optionally a port.\n"),
+    ("set weight be", "Require 'backend/server'.\n"),
+    ("set weight be/s9 3", "No such server.\n"),
+    ("set weight be/s1", "Require <weight> or <weight%>.\n"),
+    ("set weight be/s1 300", "Absolute weight can only be between 0 and 256 inclusive.\n"),
+    ("get weight be/s9", "No such server.\n"),
+    ("get weight nope/s1", "No such backend.\n"),
+])
+def test_trailing_words_and_the_legacy_weight_commands(line, text):
+    assert p(line) == Answer(text)
+
+
+def test_set_and_get_weight_are_haproxys_legacy_commands():
+    cmd = p("set weight be/s1 50%")
+    assert (cmd.kind, cmd.backend, cmd.server, cmd.action, cmd.value, cmd.relative) == (
+        CHANGE, "be", "s1", "weight", 50, True)
+    assert p("set weight be/s1 3", Level.OPERATOR) == Answer("Permission denied\n")
+    got = p("get weight be/s2", Level.USER)
+    assert (got.kind, got.name, got.backend, got.server) == (ANY, "get weight", "be", "s2")

@@ -1,5 +1,7 @@
 """admin/errors.py: `show errors` captures and haproxy's escaped, offset-prefixed byte dump."""
-from splicer.admin.errors import ErrorCapture, dump_lines, escape_byte, render_errors
+import pytest
+
+from splicer.admin.errors import ErrorCapture, dump_lines, escape_byte, plain_reason, render_errors
 
 
 def test_escapes():
@@ -37,3 +39,23 @@ def test_render_orders_by_time_and_has_no_empty_line():
 def test_captures_survive_the_channel():
     c = ErrorCapture(1.0, "fe", 1, "x:1", 0, 1, 400, "r", bytes(range(256)), "be")
     assert ErrorCapture.from_dict(c.as_dict()) == c
+
+
+@pytest.mark.parametrize("message, data, result", [
+    ("illegal request line: bytearray(b'GET /bad path HTTP/1.1')", b"GET /bad path HTTP/1.1\r\n\r\n",
+     ("illegal request line", 0)),
+    ("illegal header line: bytearray(b'Bad header')", b"GET / HTTP/1.1\r\nBad header\r\n\r\n",
+     ("illegal header line", 16)),
+    ("illegal header line: bytearray(b'Ho\"st: x')", b"GET / HTTP/1.1\r\n\r\n", ("illegal header line", -1)),
+    ("bad: b'\\x00\\n' here", b"a\x00\n", ("bad here", 1)),
+    ("request head too large", b"GET", ("request head too large", -1)),
+    ("two\nlines", b"", ("two\\x0alines", -1)),
+])
+def test_plain_reason_drops_the_bytes_repr(message, data, result):
+    assert plain_reason(message, data) == result
+
+
+def test_the_fault_position_is_printed_and_kept_across_workers():
+    c = ErrorCapture(0.0, "fe", 1, "127.0.0.1:1", 0, 1, 400, "illegal request line", b"GET / x\r\n", pos=0)
+    assert ErrorCapture.from_dict(c.as_dict()) == c
+    assert "\n  len 9, error at position 0\n" in render_errors([c], 0.0)

@@ -67,3 +67,21 @@ def test_help_and_errors_are_answered_by_the_session():
     assert steps[0].text.startswith("The following commands are valid at this level:\n")
     assert steps[0].text.endswith("\n\n") and "\n\n" not in steps[0].text[:-2]
     assert steps[1].text == "Permission denied\n\n"
+
+
+def test_a_nul_byte_refuses_the_whole_line():
+    from splicer.admin.line import NUL_REFUSED
+    s = CliSession(Level.ADMIN)
+    assert texts(s.handle("show info\0;disable server be/s1")) == [NUL_REFUSED + "\n"]
+    assert s.closed
+    s = CliSession(Level.ADMIN, interactive=True)
+    assert texts(s.handle("disable server be/s1;\0")) == [NUL_REFUSED + "\n", PROMPT]
+    assert not s.closed
+
+
+def test_a_line_of_empty_commands_gets_one_empty_answer():
+    s = CliSession(Level.ADMIN)
+    assert texts(s.handle(";")) == ["\n"]
+    assert s.closed
+    assert texts(CliSession(Level.ADMIN, interactive=True).handle(" ; ;")) == ["\n", PROMPT]
+    assert texts(CliSession(Level.ADMIN, interactive=True).handle("")) == [PROMPT]

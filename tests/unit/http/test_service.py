@@ -70,3 +70,15 @@ def test_use_service_errors():
     with pytest.raises(RuleError, match="expects one service name"):
         parse_use_service([], None)
     assert parse_use_service(["prometheus-exporter"], None).service == "prometheus-exporter"
+
+
+@pytest.mark.parametrize("body, result", [
+    (b"s=a&action=drain&b=%237", (["set server be/a state drain"], "")),
+    (b"s=a&action=drain&b=#7", (["set server be/a state drain"], "")),
+    (b"s=a&action=drain&b=%233", ([], "ERRP")),    # no backend with that id
+    (b"s=a&action=drain&b=%23", ([], "ERRP")),
+    (b"s=a&action=drain&b=%23x7", ([], "ERRP")),
+    (b"s=a&action=drain&b=%23%D9%A7", ([], "ERRP")),  # a non-ASCII digit
+])
+def test_admin_commands_take_a_backend_id(body, result):
+    assert admin_commands(body, {7: "be"}) == result

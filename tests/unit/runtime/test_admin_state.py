@@ -124,3 +124,22 @@ def test_replayed_changes_and_state_files_apply_what_they_name():
         assert fb.servers[0].admin == {"DRAIN"} and fb.servers[1].weight == 7
         assert command.apply_server_states(fresh, saved, set()) == 0  # no backend loads it
     run(t)
+
+
+def test_a_no_op_addr_change_and_the_legacy_weight_commands():
+    def t(loop):
+        proxy = FakeProxy(loop, [make(loop, Server("a", "127.0.0.1", 1, weight=4), Server("b", "127.0.0.1", 2))])
+        be = proxy.backends["be"]
+        assert execute(proxy, "set server be/b addr 127.0.0.1 port 2") == {"text": "nothing changed\n"}
+        assert execute(proxy, "set server be/b addr 127.0.0.1") == {"text": "nothing changed\n"}
+        assert execute(proxy, "set server be/b addr 127.0.0.1 port 3") == {
+            "text": "port changed from '2' to '3' by 'stats socket command'\n"}
+        assert execute(proxy, "set server be/b addr 10.0.0.1 port 3") == {
+            "text": "IP changed from '127.0.0.1' to '10.0.0.1' by 'stats socket command'\n"}
+        assert be.servers[1].addr == ("10.0.0.1", 3)
+        assert execute(proxy, "set weight be/a 50%") == {"text": ""}
+        assert be.servers[0].weight == 2
+        assert execute(proxy, "get weight be/a") == {"text": "2 (initial 4)\n"}
+        assert execute(proxy, "set weight be/a 7") == {"text": ""}
+        assert execute(proxy, "get weight be/a") == {"text": "7 (initial 4)\n"}
+    run(t)
