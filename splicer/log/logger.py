@@ -1,7 +1,9 @@
 """The access logger of a frontend: records queued, rendered and sent in batches.
 
 Rule: logging never blocks the worker and never delays a stream. A finished stream adds a
-frozen LogRecord (record.py) to a bounded queue (append only, no formatting); a timer
+frozen LogRecord (record.py) to a bounded queue (append only, no formatting), or, for
+`option httplog` without captures, a flat tuple of the values its line shows
+(collect.httplog_entry, rendered by format.render_httplog); a timer
 FLUSH_DELAY later renders the whole batch (format.py), frames it for each target
 (syslog.py) and hands it to the targets (target.py), which write without waiting. A queue
 already holding MAX_QUEUE records drops the new one (counted, as a full target's drops).
