@@ -142,6 +142,56 @@ def stream_record(st, logger, now: float) -> LogRecord:
         up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
 
 
+def httplog_entry(st, logger, now: float) -> tuple:
+    """What `option httplog` (no capture) shows of the finished http Stream `st`, at loop
+    time `now`, as a flat tuple that format.render_httplog turns into the line in the batch:
+    (ci, cp, start (loop seconds), ft, b, s, TR, Tw, Tc, Tr, Ta, ST, B, tsc, ac, fc, bc, sc,
+    redispatched, rc, bq, request line). The same values as stream_record's, without the
+    fields that format does not show (the fast path of the default format: no record)."""
+    s = st.s
+    t_head = st.t_head
+    if st._first:
+        start = s.t_accept
+        TR = int((t_head - start) * 1000.0 + 0.5)
+    else:
+        start = t_head
+        TR = 0
+    srv = st.server
+    t_lease = st.t_lease
+    if t_lease:
+        lease = st._last
+        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
+        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
+        if Tw < 0:
+            Tw = 0
+        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
+    else:
+        phase = st.term.phase
+        Tw = _ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
+        Tc = Tr = -1
+    be = st.be
+    fe = st.fe
+    active = be.balancer.active
+    term = st.term
+    raw = st.raw
+    end = raw.find(b"\r\n")
+    logger.count += 1
+    peer = s.peer
+    if type(peer) is tuple:
+        ci, cp = peer[0], peer[1]
+    else:
+        ci, cp = "unknown", 0
+    if srv is not None:
+        return (ci, cp, start, fe.name, be.name, srv.model.name, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
+                st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
+                fe.proxy.active, fe.active, sum(active), active[srv.index], st.redispatched, st.retries,
+                be.queued, raw[:end] if end > 0 else request_line(raw))
+    return (ci, cp, start, fe.name, be.name, NOSRV, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
+            st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
+            fe.proxy.active, fe.active, sum(active), 0, st.redispatched, st.retries,
+            be.queued, raw[:end] if end > 0 else request_line(raw))
+
+
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
                    req=None, raw: bytes = b"", backend: str = "") -> LogRecord:
     """The record of a request refused (or a connection closed) before any stream: a head

@@ -104,7 +104,7 @@ class Framer:
         head = self._head(level, now)
         cut = self.maxlen - 1 if self.maxlen else 0
         out = [(head + m + "\n").encode("ascii", "replace") for m in messages]
-        if cut:
+        if cut and max(map(len, out), default=0) > self.maxlen:  # (one pass in C when none is too long)
             for i, data in enumerate(out):
                 if len(data) > self.maxlen:
                     out[i] = data[:cut] + b"\n"

@@ -1,0 +1,78 @@
+"""splicer.log.collect + format.render_httplog: the `option httplog` fast path (a flat
+entry per stream, rendered in the batch) gives exactly the line LogFormat(HTTPLOG) renders
+from the stream's LogRecord, for every kind of ending."""
+from types import SimpleNamespace as NS
+
+import pytest
+
+from splicer.http.termination import NORMAL, Cause, Phase, Termination
+from splicer.log.collect import httplog_entry, stream_record
+from splicer.log.format import HTTPLOG, LogFormat, render_httplog
+
+OFFSET = 1.77e9  # wall clock - loop clock
+
+
+def logger():
+    return NS(hub=NS(offset=OFFSET), count=0, needs_dst=False)
+
+
+def stream(**kw):
+    srv = NS(model=NS(name="web2"), index=1)
+    be = NS(name="farm", balancer=NS(active=[3, 5]), queued=2)
+    fe = NS(name="fe", proxy=NS(active=9), active=7, captures=((), ()))
+    base = dict(
+        s=NS(t_accept=100.0, t_idle=100.5, peer=("127.0.0.1", 40001), local_ip="127.0.0.1", local_port=80),
+        fe=fe, be=be, server=srv, t_head=100.0125, _first=True, t_lease=100.0301, _last=NS(connect=0.004),
+        t_resp=100.0502, term=NORMAL, req=NS(headers=[], method=b"GET", target=b"/1k.bin", version=b"1.1"),
+        raw=b"GET /1k.bin HTTP/1.1\r\nHost: x\r\n\r\n", up=NS(moved=0, spliced=0, copied=0),
+        down=NS(moved=1024, spliced=1024, copied=0), head_out=266, head_in=35, status=200, retries=0,
+        redispatched=False, _resp_raw=b"")
+    base.update(kw)
+    return NS(**base)
+
+
+def both(st, now=100.0703):
+    """(fast-path line, record line) of one stream."""
+    fast = render_httplog([httplog_entry(st, logger(), now)], OFFSET)[0]
+    return fast, LogFormat(HTTPLOG).render(stream_record(st, logger(), now))
+
+
+CASES = {
+    "normal": {},
+    "keep-alive follow-up": dict(_first=False, t_head=101.25),
+    "redispatched retry": dict(retries=2, redispatched=True),
+    "server timeout": dict(term=Termination(Cause.SERVER_TIMEOUT, Phase.HEADERS), t_resp=0, status=504),
+    "queue timeout, no server": dict(server=None, t_lease=0, term=Termination(Cause.SERVER_TIMEOUT, Phase.QUEUE),
+                                     status=503),
+    "connect refused": dict(server=None, t_lease=0, term=Termination(Cause.SERVER_ABORT, Phase.CONNECT),
+                            status=503),
+    "no status, unknown peer": dict(status=0, s=NS(t_accept=100.0, t_idle=100.5, peer="unix", local_ip="",
+                                                   local_port=0)),
+    "hostile request line": dict(raw=b'\r\nGET /"a"\x7f\xff HTTP/1.1\r\n\r\n'),
+    "head without CRLF": dict(raw=b"GET / HTTP/1.1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fast_httplog_line_is_the_records_line(case):
+    fast, slow = both(stream(**CASES[case]))
+    assert fast == slow
+
+
+def test_fast_path_only_for_httplog_without_captures():
+    assert LogFormat(HTTPLOG).httplog
+    assert not LogFormat(HTTPLOG, (1, 0)).httplog and not LogFormat(HTTPLOG, (0, 1)).httplog
+    assert not LogFormat(HTTPLOG + " x").httplog
+
+
+def test_entry_counts_requests_like_the_record():
+    lg = logger()
+    httplog_entry(stream(), lg, 100.1)
+    stream_record(stream(), lg, 100.1)
+    assert lg.count == 2
+
+
+def test_a_line_of_the_fast_path_shows_every_field():
+    fast, _ = both(stream(retries=1, redispatched=True))
+    assert fast.startswith("127.0.0.1:40001 [") and fast.endswith(
+        '] fe farm/web2 13/14/4/20/70 200 1290 - - ---- 9/7/8/5/+1 0/2 "GET /1k.bin HTTP/1.1"')
