@@ -815,6 +815,14 @@ def any_of(conds: Sequence) -> AnyOf:
             return
         for e in exprs:
             key = e.fetch.key
+            urlp = smp.urlp_found_args(e.fetch) if e.method == "found" else None
+            if urlp is not None:  # url_param(<name>) -m found: one lookup for every name
+                key = ("url_param -m found", *urlp[1:])
+                if key not in groups:
+                    groups[key] = []
+                    slots.append((e.fetch.source, _part(e), key))
+                groups[key].append(e)
+                continue
             if not key:
                 slots.append((e.fetch.source, None, e.test))
                 continue
@@ -848,6 +856,10 @@ def any_of(conds: Sequence) -> AnyOf:
     for source, part, item in slots:
         if type(item) is tuple and callable(item[0]):  # (test, whether it is one probe)
             item, one_probe = item
+        elif type(item) is tuple and item[0] == "url_param -m found":
+            exprs = groups[item]
+            one_probe = len(exprs) == 1
+            item = smp.params_found(frozenset(smp.urlp_found_args(e.fetch)[0] for e in exprs), *item[1:])
         elif type(item) is tuple:  # a fetch key, standing for its merged lines
             exprs = groups[item]
             one_probe = len(exprs) == 1 and exprs[0].method in _CHEAP_METHODS

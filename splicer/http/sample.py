@@ -369,6 +369,31 @@ def _param_index(target: bytes, delim: bytes, icase: bool) -> dict:
     return out
 
 
+def params_found(names: frozenset, delim: bytes, icase: bool) -> Callable[[RequestView], bool]:
+    """view -> whether its URL has a parameter named one of `names` (as ``url_param(<name>,
+    <delim>[,i]) -m found`` of each name would say, haproxy 7.3.6 "url_param"; lower case
+    when `icase`): the ACLs of several names look the URL's parameters up once."""
+    def test(view) -> bool:
+        return not names.isdisjoint(_param_index(view.url, delim, icase))
+    return test
+
+
+def urlp_found_args(fetch) -> tuple | None:
+    """(name, delim, icase) as params_found() takes them when `fetch` is a plain
+    ``url_param(<name>[,<delim>[,i]])`` (or ``urlp``) without converters, else None."""
+    key = fetch.key
+    if len(key) != 4 or key[0] not in ("url_param", "urlp") or key[2] or not key[1] or not key[1][0]:
+        return None
+    args = key[1]
+    name = args[0].encode("ascii", "replace")
+    delim = args[1].encode("ascii", "replace")[:1] if len(args) > 1 else b""
+    icase = len(args) > 2
+    return (name.lower() if icase else name), delim, icase
+
+
+_SEPS = re.compile(rb"[&;]")
+
+
 def _query_parts(target: bytes, delim: bytes) -> list[bytes]:
     q = target.find(b"?")
     start = q + 1 if q >= 0 else -1
@@ -378,9 +403,9 @@ def _query_parts(target: bytes, delim: bytes) -> list[bytes]:
             start = d + 1
     if start < 0:
         return []
-    parts = [target[start:]]
-    for sep in {b"&", b";"} | ({delim} if delim else set()):
-        parts = [p for chunk in parts for p in chunk.split(sep)]
+    parts = _SEPS.split(target[start:])
+    if delim and delim not in b"&;":
+        parts = [p for chunk in parts for p in chunk.split(delim)]
     return parts
 
 
