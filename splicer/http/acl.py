@@ -761,6 +761,18 @@ def _source(acl) -> tuple:
     return sources.pop() if len(sources) == 1 else ()
 
 
+_LINE = ("line",)
+
+
+def _part(acl) -> str | None:
+    """The request-line part (sample.line_part) every line of `acl` (an Acl, or an
+    anonymous AclExpr) reads, or None (lines on different parts, or not on the line)."""
+    exprs = (acl,) if isinstance(acl, AclExpr) else getattr(acl, "exprs", ())
+    parts = {smp.line_part(e.fetch.key[0]) if e.fetch.key and e.fetch.source == _LINE else None
+             for e in exprs}
+    return parts.pop() if len(parts) == 1 else None
+
+
 def any_of(conds: Sequence) -> AnyOf:
     """Compile the disjunction of bound conditions (Condition, AnyOf, or any view -> bool)
     into one test that does less work than evaluating them one by one.
@@ -777,7 +789,11 @@ def any_of(conds: Sequence) -> AnyOf:
     - Tests that read only one part of the request (Fetch.source: its target, URL, one
       field, the client address...) are OR-ed together and their result is remembered by
       that part's value (sample.remembered, sample.source_key): the same path, Host or client
-      asks nothing twice.
+      asks nothing twice. The request line's tests make one test too, but inside it each
+      is remembered by exactly the part of the line its fetch reads (sample.line_part,
+      sample.part_key: the path, the query, the method...), so a request with a new query
+      string re-runs only the query's tests. A test that is one set probe or comparison
+      (a ``method`` or ``req.ver`` ACL, negated or not) is not remembered at all.
 
     Fifty ``deny if <acl>`` rules on the path, the Host, a few fields and the client
     address cost a handful of dictionary probes for a request seen before.
@@ -789,70 +805,91 @@ def any_of(conds: Sequence) -> AnyOf:
         The AnyOf (its tests in the order their first line appeared).
     """
     groups: dict[tuple, list[AclExpr]] = {}
-    slots: list = []  # (source, test or fetch key standing for its merged test)
+    slots: list = []  # (source, line part, test or fetch key standing for its merged test)
 
     def literal(neg: bool, acl) -> None:
         exprs = (acl,) if isinstance(acl, AclExpr) else getattr(acl, "exprs", None)
         if neg or exprs is None:
-            slots.append((_source(acl), _negated(acl) if neg else acl.test))
+            cheap = exprs is not None and len(exprs) == 1 and exprs[0].method in _CHEAP_METHODS
+            slots.append((_source(acl), _part(acl), (_negated(acl) if neg else acl.test, cheap)))
             return
         for e in exprs:
             key = e.fetch.key
+            urlp = smp.urlp_found_args(e.fetch) if e.method == "found" else None
+            if urlp is not None:  # url_param(<name>) -m found: one lookup for every name
+                key = ("url_param -m found", *urlp[1:])
+                if key not in groups:
+                    groups[key] = []
+                    slots.append((e.fetch.source, _part(e), key))
+                groups[key].append(e)
+                continue
             if not key:
-                slots.append((e.fetch.source, e.test))
+                slots.append((e.fetch.source, None, e.test))
                 continue
             if key not in groups:
                 groups[key] = []
-                slots.append((e.fetch.source, key))
+                slots.append((e.fetch.source, _part(e), key))
             groups[key].append(e)
 
     texts = []
     for c in conds:
         texts.append(getattr(c, "text", "") or repr(c))
         if isinstance(c, AnyOf):
-            slots.extend(((), t) for t in c.tests)
+            slots.extend(((), None, t) for t in c.tests)
         elif not isinstance(c, Condition):
-            slots.append(((), c))
+            slots.append(((), None, c))
         elif not c.unless:
             for term in c.terms:
                 if len(term) == 1:
                     literal(*term[0])
                 else:
-                    slots.append(((), _conjunction(term)))
+                    slots.append(((), None, _conjunction(term)))
         elif len(c.terms) == 1:
             for neg, acl in c.terms[0]:
                 literal(not neg, acl)
         else:
-            slots.append(((), c))
+            slots.append(((), None, c))
     # one entry per source, in the order each first appears; a test that reads no single
     # source is an entry of its own
     entries: list[tuple[tuple, list]] = []
     of_source: dict[tuple, list] = {}
-    cheap: set[tuple] = set()  # sources whose only test is one set probe: not remembered
-    for source, item in slots:
-        if type(item) is tuple:
+    for source, part, item in slots:
+        if type(item) is tuple and callable(item[0]):  # (test, whether it is one probe)
+            item, one_probe = item
+        elif type(item) is tuple and item[0] == "url_param -m found":
+            exprs = groups[item]
+            one_probe = len(exprs) == 1
+            item = smp.params_found(frozenset(smp.urlp_found_args(e.fetch)[0] for e in exprs), *item[1:])
+        elif type(item) is tuple:  # a fetch key, standing for its merged lines
             exprs = groups[item]
             one_probe = len(exprs) == 1 and exprs[0].method in _CHEAP_METHODS
             item = exprs[0].test if len(exprs) == 1 else _sample_test(exprs)
         else:
             one_probe = False
         if not source:
-            entries.append(((), [item]))
+            entries.append(((), [(None, item, False)]))
             continue
         if source not in of_source:
             of_source[source] = []
             entries.append((source, of_source[source]))
-            if one_probe:
-                cheap.add(source)
-        else:
-            cheap.discard(source)
-        of_source[source].append(item)
+        of_source[source].append((part, item, one_probe))
     tests = []
     for source, items in entries:
-        test = _first_true(tuple(items))
-        if source and source not in cheap:
-            test = smp.remembered(test, smp.source_key(source))
-        tests.append(test)
+        if not source:
+            tests.append(items[0][1])
+            continue
+        # the request line's tests are remembered by the part each reads (sample.line_part:
+        # the path, the query...), so that a new query string misses only the query's tests
+        by_part: dict = {}
+        for part, item, one_probe in items:
+            by_part.setdefault(part if source == _LINE else None, []).append((item, one_probe))
+        parts = []
+        for part, its in by_part.items():
+            test = _first_true(tuple(item for item, _ in its))
+            if len(its) > 1 or not its[0][1]:  # one set probe is not worth remembering
+                test = smp.remembered(test, smp.part_key(part) if part else smp.source_key(source))
+            parts.append(test)
+        tests.append(_first_true(tuple(parts)))
     return AnyOf(tuple(tests), " || ".join(texts))
 
 

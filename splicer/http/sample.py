@@ -349,6 +349,67 @@ def _cookies(view: "RequestView", name: bytes | None) -> list[bytes]:
 def _params(target: bytes, name: bytes | None, delim: bytes, icase: bool) -> list[bytes]:
     """Values of URL parameter `name` in the query string: it starts after the first '?'
     (or `delim`) and parameters end at '&', ';' or `delim` (haproxy url_param)."""
+    if name is None:
+        return _params_of(target, None, delim, icase)
+    by_name = _param_index(target, delim, icase)
+    got = by_name.get(name.lower() if icase else name)
+    return list(got) if got else []
+
+
+@lru_cache(maxsize=32)
+def _param_index(target: bytes, delim: bytes, icase: bool) -> dict:
+    """{parameter name (lower case when `icase`): its values in order} of `target`'s query
+    string as _params_of() splits it: several url_param fetches on one URL split it once.
+    Callers copy what they take (the dict and its lists are shared)."""
+    out: dict = {}
+    for p in _query_parts(target, delim):
+        n, eq, val = p.partition(b"=")
+        if eq:
+            out.setdefault(n.lower() if icase else n, []).append(val)
+    return out
+
+
+def params_found(names: frozenset, delim: bytes, icase: bool) -> Callable[[RequestView], bool]:
+    """view -> whether its URL has a parameter named one of `names` (as ``url_param(<name>,
+    <delim>[,i]) -m found`` of each name would say, haproxy 7.3.6 "url_param"; lower case
+    when `icase`): the ACLs of several names look the URL's parameters up once."""
+    def test(view) -> bool:
+        return not names.isdisjoint(_param_index(view.url, delim, icase))
+    return test
+
+
+def urlp_found_args(fetch) -> tuple | None:
+    """(name, delim, icase) as params_found() takes them when `fetch` is a plain
+    ``url_param(<name>[,<delim>[,i]])`` (or ``urlp``) without converters, else None."""
+    key = fetch.key
+    if len(key) != 4 or key[0] not in ("url_param", "urlp") or key[2] or not key[1] or not key[1][0]:
+        return None
+    args = key[1]
+    name = args[0].encode("ascii", "replace")
+    delim = args[1].encode("ascii", "replace")[:1] if len(args) > 1 else b""
+    icase = len(args) > 2
+    return (name.lower() if icase else name), delim, icase
+
+
+_SEPS = re.compile(rb"[&;]")
+
+
+def _query_parts(target: bytes, delim: bytes) -> list[bytes]:
+    q = target.find(b"?")
+    start = q + 1 if q >= 0 else -1
+    if delim:
+        d = target.find(delim)
+        if d >= 0 and (start < 0 or d + 1 < start):
+            start = d + 1
+    if start < 0:
+        return []
+    parts = _SEPS.split(target[start:])
+    if delim and delim not in b"&;":
+        parts = [p for chunk in parts for p in chunk.split(delim)]
+    return parts
+
+
+def _params_of(target: bytes, name: bytes | None, delim: bytes, icase: bool) -> list[bytes]:
     q = target.find(b"?")
     start = q + 1 if q >= 0 else -1
     if delim:
@@ -699,6 +760,50 @@ def source_key(source: tuple) -> Callable[[RequestView], object]:
     if kind in ("src", "dst", "src_port", "dst_port"):
         return operator.attrgetter(kind)
     raise ValueError(f"no source key for {source!r}")
+
+
+def _query_key(v: RequestView) -> bytes:
+    t = v.target
+    q = t.find(b"?")
+    return b"" if q < 0 else t[q:]  # the '?' kept: an empty query is not an absent one
+
+
+_LINE_PARTS: dict[str, Callable[[RequestView], object]] = {
+    "path": RequestView.path,
+    "query": _query_key,
+    "urlp": operator.attrgetter("url"),
+    "url": operator.attrgetter("url", "target"),
+    "method": operator.attrgetter("method"),
+    "version": operator.attrgetter("version"),
+}
+"""The parts of the request line that request-line fetches read, and a key of each:
+``path`` the path as rules compare it (RequestView.path), ``query`` the target from its
+'?', ``urlp`` (``url_param()``) the URL as sent (a delimiter may start the parameters
+before the '?'), ``url`` the URL as sent and the target it reads its path from
+(rule_url), ``method`` and ``version`` themselves."""
+
+_PART_OF = {"path": "path", "query": "query", "url_param": "urlp", "urlp": "urlp", "urlp_val": "urlp",
+            "url": "url", "method": "method", "req.ver": "version", "req_ver": "version"}
+
+
+def line_part(name: str) -> str | None:
+    """The part of the request line (a key of _LINE_PARTS: ``"path"``, ``"query"``,
+    ``"urlp"``, ``"url"``, ``"method"``, ``"version"``) that the samples of fetch `name`
+    (a Fetch.key's name: a derivative reduced to its base) are a pure function of, None
+    when `name` is not a request-line fetch (source_of() gives ``("line",)`` exactly for
+    those that have a part)."""
+    return _PART_OF.get(name)
+
+
+def part_key(part: str) -> Callable[[RequestView], object]:
+    """view -> a hashable value that determines every sample of a fetch of line_part()
+    `part` (two views with equal keys give equal samples): a path test is remembered by
+    the path alone, so a new query string does not miss it.
+
+    Raises:
+        KeyError: `part` is not a line_part() value.
+    """
+    return _LINE_PARTS[part]
 
 
 MEMO_SIZE = 4096

@@ -45,6 +45,8 @@ ACL_KINDS = [
     lambda w: f"req.hdr_cnt(x-{w}) gt 0",
     lambda w: f"url_param({w}) -m found",
     lambda w: f"url_param(k) -m str {w}",
+    lambda w: f"url_param({w},,i) -m found",
+    lambda w: f"urlp({w},;) -m found",
     lambda w: f"query -m sub {w}=",
     lambda w: f"url_beg http://{w}",
     lambda w: f"method {w.upper()} GET",
@@ -93,7 +95,7 @@ def configs(draw):
 requests = st.fixed_dictionaries({
     "target": st.sampled_from([b"/", b"/admin", b"/admin/1", b"/Admin/x", b"/api/12", b"/x.secret",
                                b"/static/a.b", b"/api/v1?k=x", b"/s?admin=1&k=ex", b"/a//admin",
-                               b"/%61dmin/2", b"/v1/x?secret="]),
+                               b"/%61dmin/2", b"/v1/x?secret=", b"/s;ADMIN=1?api=2", b"/s?EX=1;v1="]),
     "absolute": st.booleans(),
     "host": st.sampled_from([b"admin.example", b"ADMIN.example", b"x.example:80", b"ex.example.",
                              b"www.a.b", None]),
@@ -108,7 +110,10 @@ requests = st.fixed_dictionaries({
 
 NEIGHBOURS = [("method", b"GET"), ("method", b"POST"), ("version", b"1.0"), ("version", b"1.1"),
               ("absolute", True), ("absolute", False), ("host", b"ADMIN.example"), ("ua", b"Mozilla ADMIN"),
-              ("src", "10.0.0.5"), ("src", "192.168.3.7"), ("src_port", 4000), ("extra", [(b"X-Api", b"1")])]
+              ("src", "10.0.0.5"), ("src", "192.168.3.7"), ("src_port", 4000), ("extra", [(b"X-Api", b"1")]),
+              # the same path with another query, and another path with the same query
+              ("target", b"/admin?k=x"), ("target", b"/admin"), ("target", b"/admin?"), ("target", b"/x?k=x"),
+              ("target", b"/api/v1?secret="), ("target", b"/static/a.b?admin=1&k=ex")]
 """(part, value) pairs: each request is also tried with one part changed to each of these."""
 
 
@@ -232,6 +237,29 @@ LEAKS = [
      {"extra": [(b"Cookie", b"x=1")]}),
     ("src 10.0.0.0/24", "src 192.0.2.1", {"src": "10.0.0.5"}, {"src": "192.168.3.7"}),
     ("src_port 4000", "src_port 1", {"src_port": 4000}, {"src_port": 40000}),
+    # the request line's tests are remembered by the part each reads (sample.line_part): a
+    # part's memo must never answer a request whose line differs in that part only (two
+    # ACLs on one part where one alone would be a single probe, never remembered)
+    ("path_beg /admin", "query -m sub zzz", {"target": b"/admin?k=1"}, {"target": b"/x?k=1"}),
+    ("path_end .php", "url_param(zzz) -m found", {"target": b"/a.php?k=1"}, {"target": b"/a.phpx?k=1"}),
+    ("path_reg ^/[0-9]+$", "method PUT", {"target": b"/12"}, {"target": b"/12/"}),
+    ("query -m sub k=", "path_beg /zzz", {"target": b"/a?k=1"}, {"target": b"/a?j=1"}),
+    ("query -m found", "query -m sub zzz", {"target": b"/a?"}, {"target": b"/a"}),
+    ("query -m str k=1", "url_param(zzz) -m found", {"target": b"/a?k=1"}, {"target": b"/a?k=2"}),
+    ("url_param(k) -m str 1", "path_beg /zzz", {"target": b"/a?k=1"}, {"target": b"/a?k=2"}),
+    ("url_param(k) -m found", "query -m sub zzz", {"target": b"/a?k=1"}, {"target": b"/a?K=1"}),
+    ("url_param(k,;) -m found", "url_param(zzz) -m found", {"target": b"/a;k=1"}, {"target": b"/a;j=1"}),
+    ("url_param(k,,i) -m found", "url_param(zzz) -m found", {"target": b"/a?K=1"}, {"target": b"/a?J=1"}),
+    ("url_param(k,;) -m found", "url_param(j) -m found", {"target": b"/a;k=1?x=1"}, {"target": b"/a;x=1?k"}),
+    ("url_param(K,,i) -m found", "url_param(j) -m found", {"target": b"/a?k=1"}, {"target": b"/a?x=1"}),
+    ("url_param(k,|) -m found", "url_param(j) -m found", {"target": b"/a?x=1|k=1"}, {"target": b"/a?x=1|j"}),
+    # url_param reads the URL as sent: an absolute-form URL's authority included
+    ("url_param(k,;) -m found", "url_param(j) -m found", {"absolute": True, "host": b"u;k=1@h"},
+     {"absolute": False, "host": b"u;k=1@h"}),
+    ("url_end .php", "path_beg /zzz", {"target": b"/a.php"}, {"target": b"/a.phpx"}),
+    ("url_sub //h", "url_beg /zzz", {"absolute": True}, {"absolute": False}),
+    ("method POST", "method PUT", {"method": b"POST"}, {"method": b"GET"}),
+    ("req.ver 1.0", "req.ver 0.9", {"version": b"1.0"}, {"version": b"1.1"}),
 ]
 
 
