@@ -491,6 +491,7 @@ class Master:
         for h in self.pending.values():
             h.cancel()
         self.pending.clear()
+        self.admin.keep_changes(self.config, config)  # before the new generation gets them
         self.config, self.listeners = config, listeners
         self.count = worker_count(config)
         self.generation += 1
