@@ -460,7 +460,8 @@ class Proxy:
             for be in self.backends.values():
                 be.close()
             self.logs.close()  # the last batch is written before the counters are printed
-            self.print_stats()
+            if log.isEnabledFor(logging.INFO):  # not under -q (quiet: warnings and errors only)
+                self.print_stats()
             if self.channel is not None:
                 self.channel.close()
             self.auth.close()
