@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-c", "--config", required=True, metavar="FILE", help="haproxy-style configuration file")
     ap.add_argument("--check", action="store_true", help="validate the configuration and exit (0 valid, 1 invalid)")
     ap.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="event loop (default uvloop)")
-    ap.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    ap.add_argument("-q", "--quiet", action="store_true",
+                    help="log warnings and errors only (no counters line at a worker's exit)")
     ap.add_argument("-S", dest="master_socket", metavar="PATH", help="master CLI on this unix socket (haproxy -S)")
     ap.add_argument("-p", dest="pidfile", metavar="PIDFILE", help="write the master's pid to this file")
     ap.add_argument("-D", dest="daemon", action="store_true", help="run in the background (daemon)")

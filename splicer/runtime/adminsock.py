@@ -10,7 +10,9 @@ worker, and remembered here: the master hands the remembered changes to every wo
 forks later (a worker restarted after a crash, a new generation after a reload), which
 applies them before it serves (runtime/command.py apply_changes()), so no worker ever
 serves with a state the operator changed. Only the latest change of each kind per server
-is kept.
+is kept. A reload keeps a server's changes only while its definition stays the same
+(keep_changes(): the server still exists and its address, port, weight, disabled, backup and
+check are unchanged): an operator who edits a server in the file gets what the file says.
 
 Nothing here blocks the master's loop: every socket is asyncio's; a client that stays
 silent for IDLE_TIMEOUT seconds is disconnected (haproxy's `stats timeout`, 10 s).
@@ -31,6 +33,7 @@ from splicer.admin.line import MAX_LINE, CliSession, answer, split_commands
 from splicer.admin.merge import combine
 
 if TYPE_CHECKING:
+    from splicer.config.model import Config
     from splicer.runtime.master import Master
 
 log = logging.getLogger("splicer")
@@ -50,6 +53,17 @@ def _aspect(cmd: Command) -> str:
     if cmd.name in ("enable health", "disable health"):
         return "health"
     return cmd.action
+
+
+DEFINITION = ("host", "port", "weight", "disabled", "backup", "check")
+"""The fields of a `server` line (config.model.Server) a remembered change depends on: when
+one of them differs across a reload, the server's remembered changes are dropped."""
+
+
+def same_definition(old, new) -> bool:
+    """Whether two config.model.Server (one before, one after a reload) define the server
+    alike for the changes remembered on it (DEFINITION's fields are equal)."""
+    return all(getattr(old, f) == getattr(new, f) for f in DEFINITION)
 
 
 def bind_unix(path: str, mode: int | None) -> socket.socket:
@@ -117,6 +131,33 @@ class AdminSockets:
             got = parse(words, Level.ADMIN, names)
             if isinstance(got, Command) and got.kind == CHANGE:
                 self.note(got)
+
+    def keep_changes(self, old: "Config", new: "Config") -> list[str]:
+        """At a reload from `old` to `new`: keep the remembered changes of the servers that
+        still exist in `new` with the same definition (same_definition()), drop the others,
+        and log one line naming the servers dropped. The new generation then serves the
+        edited configuration (haproxy itself forgets every runtime change at a reload; its
+        way to carry states across one is the server-state-file).
+
+        Returns:
+            The servers whose changes were dropped, as "backend/server", in change order.
+        """
+        def server(cfg: "Config", backend: str, name: str):
+            be = cfg.backends.get(backend)
+            return next((s for s in be.servers if s.name == name), None) if be is not None else None
+
+        dropped: list[str] = []
+        for key in list(self._changes):
+            backend, name, _ = key
+            before, after = server(old, backend, name), server(new, backend, name)
+            if before is None or after is None or not same_definition(before, after):
+                del self._changes[key]
+                if f"{backend}/{name}" not in dropped:
+                    dropped.append(f"{backend}/{name}")
+        if dropped:
+            log.warning("reload: runtime changes dropped for %s (server removed or its definition changed: "
+                        "the configuration applies)", ", ".join(dropped))
+        return dropped
 
     # -- the sockets -------------------------------------------------------------------------
 

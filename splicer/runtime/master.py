@@ -33,6 +33,7 @@ signal never leaves orphaned workers holding the listening sockets.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import json
 import logging
@@ -62,6 +63,10 @@ _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signa
 
 CLI_TIMEOUT = 5.0
 """Seconds the master CLI waits for each worker's answer (a loaded machine may be slow)."""
+
+CLI_BACKOFF_MIN = 0.1
+CLI_BACKOFF_MAX = 2.0
+"""Least and most seconds the master CLI stops accepting after an EMFILE (doubling between)."""
 
 READY_TIMEOUT = 30.0
 """Seconds a reload waits for every new worker to serve before soft-stopping the old ones
@@ -259,7 +264,10 @@ class Master:
         self.failed_reloads = 0
         self.born = time.time()
         self._reloading: asyncio.Lock | None = None
-        self._cli_server = None
+        self._cli_sock: socket.socket | None = None
+        self._cli_clients: set[asyncio.Task] = set()
+        self._cli_backoff = 0.0                   # seconds accepting pauses after EMFILE (0: accepting)
+        self._cli_resume: asyncio.TimerHandle | None = None
         self.listeners = listeners
         self.loop_kind = loop_kind
         self.count = worker_count(config)
@@ -491,6 +499,7 @@ class Master:
         for h in self.pending.values():
             h.cancel()
         self.pending.clear()
+        self.admin.keep_changes(self.config, config)  # before the new generation gets them
         self.config, self.listeners = config, listeners
         self.count = worker_count(config)
         self.generation += 1
@@ -522,20 +531,65 @@ class Master:
 
     # -- the master CLI (-S) ---------------------------------------------------------------
 
+    def _cli_accept(self) -> None:
+        """The master CLI's listening socket is readable: accept what waits (a batch per
+        wake-up). Beyond mastercli.MAX_CLIENTS sessions a new connection is closed at once.
+        Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), accepting pauses
+        (the connection waits in the backlog) for a delay that doubles up to CLI_BACKOFF_MAX
+        seconds; that is logged once, and once more when accepting works again."""
+        sock = self._cli_sock
+        for _ in range(16):
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return  # nothing more waits; EINTR: the next wake-up retries
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    continue  # ECONNABORTED and the like: that client left already
+                if not self._cli_backoff:
+                    log.error("master CLI: cannot accept (%s); pausing", exc.strerror or exc)
+                self._cli_backoff = min(max(self._cli_backoff * 2, CLI_BACKOFF_MIN), CLI_BACKOFF_MAX)
+                self.loop.remove_reader(sock.fileno())
+                self._cli_resume = self.loop.call_later(self._cli_backoff, self._cli_listen)
+                return
+            if self._cli_backoff:
+                log.warning("master CLI: accepting again")
+                self._cli_backoff = 0.0
+            if len(self._cli_clients) >= mastercli.MAX_CLIENTS:
+                conn.close()
+                continue
+            task = self.loop.create_task(self._cli_connection(conn))
+            self._cli_clients.add(task)
+            task.add_done_callback(self._cli_clients.discard)
+
+    def _cli_listen(self) -> None:
+        self._cli_resume = None
+        if self._cli_sock is not None:
+            self.loop.add_reader(self._cli_sock.fileno(), self._cli_accept)
+
+    async def _cli_connection(self, conn: socket.socket) -> None:
+        try:
+            conn.setblocking(False)
+            reader, writer = await asyncio.open_unix_connection(sock=conn)
+        except BaseException:
+            conn.close()
+            raise
+        await self._cli_client(reader, writer)
+
     async def _cli_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = mastercli.CliSession()
         try:
             while not session.done:
-                data = await reader.read(65536)
+                data = await asyncio.wait_for(reader.read(65536), mastercli.IDLE_TIMEOUT)
                 cmds = session.feed(data)
                 for cmd in cmds:
-                    out = await self.cli_command(cmd)
+                    out = cmd.text if isinstance(cmd, mastercli.Reply) else await self.cli_command(cmd)
                     if out:
                         writer.write(out.encode() + b"\n")
                 if cmds:
                     writer.write(session.after_answer().encode())
                 await writer.drain()
-        except (ConnectionError, OSError):
+        except (TimeoutError, ConnectionError, OSError):
             pass
         except Exception:
             log.exception("master CLI failed")
@@ -560,9 +614,13 @@ class Master:
             return "Success=1\n" if ok else f"Success=0\n--\n{why}\n"
         if cmd.startswith("@"):
             target, _, line = cmd[1:].partition(" ")
-            if not target.isdigit():
+            request = {"op": "command", "line": line.strip()}
+            if target.startswith("!") and target[1:].isdigit() and int(target[1:]) in self.workers:
+                reply = await self._ask_worker(self.workers[int(target[1:])], request, CLI_TIMEOUT)
+            elif target.isdigit():
+                reply = await self.ask(int(target), request, CLI_TIMEOUT)
+            else:
                 return f"Can't find the target PID matching the prefix '@{target}'\n"
-            reply = await self.ask(int(target), {"op": "command", "line": line.strip()}, CLI_TIMEOUT)
             if "text" in reply:
                 return reply["text"]
             return f"worker {target}: {reply.get('error', 'no answer')}\n"
@@ -588,7 +646,31 @@ class Master:
                 os.unlink(path)  # a previous run's socket
         except OSError:
             pass
-        self._cli_server = await asyncio.start_unix_server(self._cli_client, path=path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            sock.listen(128)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self._cli_sock = sock
+        self._cli_listen()
+
+    def _close_cli(self) -> None:
+        """Stop listening on the master CLI, remove its socket file, end its sessions."""
+        if self._cli_resume is not None:
+            self._cli_resume.cancel()
+        if self._cli_sock is not None:
+            self.loop.remove_reader(self._cli_sock.fileno())
+            self._cli_sock.close()
+            self._cli_sock = None
+            try:
+                os.unlink(self.master_socket)
+            except OSError:
+                pass
+        for t in list(self._cli_clients):
+            t.cancel()
 
     # -- the control channel ---------------------------------------------------------------
 
@@ -605,12 +687,16 @@ class Master:
                 break
         else:
             return {"error": "no such worker", "worker": worker_number}
+        return await self._ask_worker(w, request, timeout)
+
+    async def _ask_worker(self, w: Worker, request: dict, timeout: float) -> dict:
+        """ask() of one worker of any generation (the master CLI's `@!<pid>`)."""
         try:
             return await w.channel.ask(request, timeout)
         except TimeoutError:
-            return {"error": "timeout", "worker": worker_number}
+            return {"error": "timeout", "worker": w.number}
         except ChannelClosed:
-            return {"error": "closed", "worker": worker_number}
+            return {"error": "closed", "worker": w.number}
 
     async def ask_all(self, request: dict, timeout: float = 2.0) -> list[dict]:
         """Send `request` to every live current-generation worker at once.
@@ -707,12 +793,7 @@ class Master:
         finally:
             ready.cancel()
             self.admin.close()
-            if self._cli_server is not None:
-                self._cli_server.close()
-                try:
-                    os.unlink(self.master_socket)
-                except OSError:
-                    pass
+            self._close_cli()
             if self._kill_timer is not None:
                 self._kill_timer.cancel()
             for sig in _SIGNALS:

@@ -18,7 +18,28 @@ PROMPT = "master> "
 """What an interactive connection sees before each command."""
 
 MAX_LINE = 16384
-"""Longest command line accepted, in bytes; a longer one ends the connection."""
+"""Longest command line accepted, in bytes; a longer one ends the connection, however many
+reads it arrives in."""
+
+IDLE_TIMEOUT = 10.0
+"""Seconds a client may stay silent before the master closes its connection (as the stats
+socket's, haproxy's default `stats timeout`)."""
+
+MAX_CLIENTS = 100
+"""Most master CLI connections served at once; one more is closed as soon as it is accepted."""
+
+NUL_REFUSED = "A NUL byte is not allowed in a command line: none of its commands was run.\n"
+"""The answer to a line holding a NUL byte (haproxy reads its CLI lines as C strings: what
+follows a NUL is never a command, so splicer runs no part of such a line, as the stats
+socket does)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer CliSession gives itself, in place of a command to run (a refused line)."""
+
+    text: str
+
 
 HELP = """\
 The following commands are valid at this level:
@@ -29,6 +50,7 @@ The following commands are valid at this level:
   show counters [workers] : every worker's counters summed as one JSON line (workers: one line per worker)
   reload                  : reload the configuration and start new workers (Success=1, or Success=0 and why)
   @<n> <command>          : send a runtime API command to worker <n> (from 1)
+  @!<pid> <command>       : send a runtime API command to the worker whose pid is <pid>
 """
 
 
@@ -45,39 +67,51 @@ class CliSession:
         self.interactive = False
         self.done = False
 
-    def feed(self, data: bytes) -> list[str]:
+    def feed(self, data: bytes) -> list:
         """Take bytes from the client (b"": its EOF).
 
         Returns:
             The commands of every complete line received, in order (";"-separated parts,
-            stripped; an empty line gives [""] so that the caller shows the prompt again).
-            `prompt` and `quit` are handled here and returned too (their answer is empty).
+            stripped; an empty line gives [""] so that the caller shows the prompt again), as
+            str; a line holding a NUL byte gives Reply(NUL_REFUSED) and runs nothing. `prompt`
+            and `quit` are handled here and returned too (their answer is empty); what
+            follows `quit` on its line is not returned. A line longer than MAX_LINE bytes,
+            complete or not, returns nothing and ends the session (`done`).
         """
+        if self.done:
+            return []
         if data == b"":
             self.done = True
             line, self.buf = self.buf, b""
-            return self._line(line) if line.strip() else []
+            return self._line(line) if line.strip() and len(line) <= MAX_LINE else []
         self.buf += data
-        out: list[str] = []
+        out: list = []
         while b"\n" in self.buf and not self.done:
             line, self.buf = self.buf.split(b"\n", 1)
+            if len(line) > MAX_LINE:
+                self.done = True
+                break
             out += self._line(line)
             if not self.interactive:
                 self.done = True  # one command line per connection
         if len(self.buf) > MAX_LINE:
-            self.done = True
+            self.done = True  # the line being received is too long already
+        if self.done:
             self.buf = b""
         return out
 
-    def _line(self, raw: bytes) -> list[str]:
+    def _line(self, raw: bytes) -> list:
+        if b"\0" in raw:
+            return [Reply(NUL_REFUSED)]
         text = raw.decode("utf-8", "replace").rstrip("\r")
         cmds = [c.strip() for c in text.split(";")]
         cmds = [c for c in cmds if c] or [""]
-        for c in cmds:
+        for k, c in enumerate(cmds):
             if c == "prompt":
                 self.interactive = not self.interactive
             elif c == "quit":
                 self.done = True
+                return cmds[:k + 1]
         return cmds
 
     def after_answer(self) -> str:

@@ -32,7 +32,7 @@ from splicer.runtime import command, control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
 from splicer.runtime.session import HttpSession
-from splicer.http.termination import Phase, Termination
+from splicer.http.termination import Cause, Phase, Termination
 from splicer.runtime.auth import Authenticator, userlists_of
 from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.runtime.stream import record_termination, tunnel_termination
@@ -53,6 +53,9 @@ DEFAULT_PIPESIZE = 1 << 20
 """Bytes per pipe when `tune.pipesize` is not set (haproxy keeps the kernel's 64 KiB):
 measured with haproxy itself on this machine, 1 MiB pipes moved 256 MiB bodies for 0.23
 CPU-s/GiB against 0.56 with 64 KiB ones (fewer splice calls per GiB)."""
+
+KILL_GRACE = 2.0
+"""Seconds a hard stop waits for the streams it shut down to end and be counted."""
 
 HEAD_ROOM = 4096
 """Bytes of an engine buffer beyond tune.bufsize: a forwarded head may grow by the fields
@@ -426,6 +429,20 @@ class Proxy:
         """Ask serve() to return."""
         self._stopped.set()
 
+    async def _kill_streams(self) -> None:
+        """At a hard stop (SIGTERM: the master's stop or `hard-stop-after`): end the streams
+        still in flight as `shutdown sessions server` does (Backend.shutdown_streams(), cause
+        KILLED), so each one ends through its usual path with its bytes and status counted
+        and its termination "K" plus the phase it was in ("KD" while moving a body), then wait
+        at most KILL_GRACE seconds for them to be recorded. A stream still running then (one
+        that holds no server connection) is cancelled by serve(), and counted killed there."""
+        n = sum(be.shutdown_streams(i, Cause.KILLED) for be in self.backends.values() for i in range(len(be.servers)))
+        if not n:
+            return
+        deadline = self.loop.time() + KILL_GRACE
+        while self.loop.time() < deadline and any(s.stream is not None for s in self.sessions):
+            await asyncio.sleep(0.01)
+
     async def serve(self) -> None:
         """Open every listener and serve until stop() (or SIGTERM/SIGINT)."""
         for fe in self.frontends:
@@ -455,6 +472,7 @@ class Proxy:
             self.rates.stop()
             for t in checks:
                 t.cancel()
+            await self._kill_streams()
             for t in list(self.tasks):
                 t.cancel()
             if self.tasks:
@@ -462,7 +480,8 @@ class Proxy:
             for be in self.backends.values():
                 be.close()
             self.logs.close()  # the last batch is written before the counters are printed
-            self.print_stats()
+            if log.isEnabledFor(logging.INFO):  # not under -q (quiet: warnings and errors only)
+                self.print_stats()
             if self.channel is not None:
                 self.channel.close()
             self.auth.close()

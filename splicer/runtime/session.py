@@ -242,6 +242,11 @@ class HttpSession:
     async def _run_stream(self, stream: Stream) -> bool:
         try:
             return await stream.run()
+        except asyncio.CancelledError:
+            # only a hard stop cancels a session's task (Proxy.serve(): SIGTERM, hard-stop-after):
+            # the stream is killed where it was (haproxy "K" + phase, e.g. "KD"), never "--"
+            stream.end(Cause.KILLED)
+            raise
         finally:
             stream.record()
 

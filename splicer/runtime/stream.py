@@ -110,7 +110,7 @@ class Stream:
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
                  "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten",
-                 "t_head", "t_lease", "t_resp", "redispatched")
+                 "t_head", "t_lease", "t_resp", "redispatched", "_handed")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -149,6 +149,7 @@ class Stream:
         self._persist = None      # the backend's persistence decision (Backend.persistence)
         self._last = None         # the last Lease lent to this stream (its `killed` is read at the end)
         self._answer = None       # the http-response rule that answered instead of the server
+        self._handed = None       # (status, head bytes) of a response head handed to a send job
         self.t_head = session.loop.time()  # loop times for the access log's timers (0: not reached)
         self.t_lease = self.t_resp = 0.0
         self.redispatched = False  # the last retry went to another server (the log's "+")
@@ -165,6 +166,10 @@ class Stream:
         statuses and its termination state, all in this one place."""
         if self.s.stream is self:
             self.s.stream = None  # over: `show sess` no longer shows it, an idle session holds none
+        if self._handed is not None and not self.status and self.term.cause is Cause.KILLED:
+            # killed (a hard stop) while its response went out: the head went to the client
+            self.status, n = self._handed
+            self.head_out += n
         last = self._last
         if last is not None and last.killed is not None and not self.term.normal:
             # the connection was shut down under the stream: its end is the server's state change
@@ -392,6 +397,9 @@ class Stream:
     async def _rest(self, lease: Lease, first: Completion) -> bool:
         try:
             return await self.attempts(lease, first)
+        except asyncio.CancelledError:
+            self.end(Cause.KILLED)  # a hard stop cut it: killed where it was ("KD"), never "--"
+            raise
         finally:
             self.record()
 
@@ -440,6 +448,7 @@ class Stream:
             count, chunked, splice = 0, False, False
         nxt = (s.t_keepalive, s.t_request, route.bufsize) if cli_keep else None
         self.phase = Phase.DATA
+        self._handed = (resp.status, len(out))
         self._fast = (c, resp, len(out), not splice and not chunked, cli_keep)
         chained = heads.submit_send_with_body(self.fe.mover, Side(lease.sock, s.t_server), s.cli, out, count,
                                               chunked, splice, nxt, self._on_response_sent)
@@ -638,6 +647,7 @@ class Stream:
             # request head (the server connection is let go of first)
             nxt = (s.t_keepalive, s.t_request, self.route.bufsize) if cli_keep and body_task is None else None
             mover = self.fe.mover
+            self._handed = (resp.status, len(head))
             if fr.kind is BodyKind.LENGTH:
                 taken = await heads.send_with_body(mover, srv, s.cli, head, length, False,
                                                    policy.wants(length), nxt)

@@ -56,3 +56,25 @@ def test_show_proc_table():
     assert lines[4] == "# old workers"
     assert lines[5].split()[:2] == ["11", "worker"]
     assert lines[6] == "# programs"
+
+
+def test_an_overlong_line_in_several_reads_ends_the_connection_unrun():
+    from splicer.runtime.mastercli import MAX_LINE
+    s = CliSession()
+    assert s.feed(b"show proc;" + b" " * (MAX_LINE // 2)) == []
+    assert not s.done
+    assert s.feed(b" " * (MAX_LINE // 2) + b"\n") == []  # complete now, but too long: not run
+    assert s.done
+
+
+def test_quit_ends_its_line():
+    s = CliSession()
+    assert s.feed(b"help;quit;show proc\n") == ["help", "quit"]
+    assert s.done
+
+
+def test_a_nul_byte_refuses_the_whole_line():
+    from splicer.runtime.mastercli import NUL_REFUSED, Reply
+    s = CliSession()
+    assert s.feed(b"prompt\nshow proc;he\x00lp\nhelp\n") == ["prompt", Reply(NUL_REFUSED), "help"]
+    assert not s.done
