@@ -82,6 +82,23 @@ def _term(t) -> tuple[str, str]:
     return got
 
 
+def _server_timers(st, t_head: float, now: float) -> tuple[int, int, int]:
+    """haproxy's Tw, Tc and Tr of a stream, in ms (configuration.txt 8.4): the queue wait
+    (since the end of the head), the connect time and the server's response time; -1 for a
+    phase the stream never reached (Tw 0 when it ended in the connect phase)."""
+    t_lease = st.t_lease
+    if t_lease:
+        lease = st._last
+        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
+        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
+        if Tw < 0:
+            Tw = 0
+        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
+        return Tw, Tc, Tr
+    phase = st.term.phase
+    return (_ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)), -1, -1
+
+
 def stream_record(st, logger, now: float) -> LogRecord:
     """The record of the finished http Stream `st` (runtime/stream.py), at loop time `now`.
     (Called once per request: written for speed, every timer inlined.)"""
@@ -96,18 +113,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
         start = t_head
         Ti, TR = int((t_head - s.t_idle) * 1000.0 + 0.5), 0
     srv = st.server
-    t_lease = st.t_lease
-    if t_lease:
-        lease = st._last
-        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
-        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
-        if Tw < 0:
-            Tw = 0
-        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
-    else:
-        phase = st.term.phase
-        Tw = _ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
-        Tc = Tr = -1
+    Tw, Tc, Tr = _server_timers(st, t_head, now)
     Ta = int((now - start) * 1000.0 + 0.5)
     active = be.balancer.active
     term = st.term
@@ -157,18 +163,7 @@ def httplog_entry(st, logger, now: float) -> tuple:
         start = t_head
         TR = 0
     srv = st.server
-    t_lease = st.t_lease
-    if t_lease:
-        lease = st._last
-        Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
-        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
-        if Tw < 0:
-            Tw = 0
-        Tr = int((st.t_resp - t_lease) * 1000.0 + 0.5) if st.t_resp else -1
-    else:
-        phase = st.term.phase
-        Tw = _ms(now - t_head) if phase is Phase.QUEUE else (0 if phase is Phase.CONNECT else -1)
-        Tc = Tr = -1
+    Tw, Tc, Tr = _server_timers(st, t_head, now)
     be = st.be
     fe = st.fe
     active = be.balancer.active
