@@ -3,7 +3,8 @@ log: the LogRecord (record.py) read from the runtime objects, once, when it ends
 
 Rule: this is the only module of splicer/log that reads runtime objects (Stream,
 HttpSession, FrontendRT, Backend); it takes what the format needs and makes the record,
-doing no formatting. The timers follow haproxy 8.4, measured on the loop's clock:
+doing no formatting, except httplog_line, the fast path of `option httplog` (the line made
+in one pass, without a record, because it runs once per request). The timers follow haproxy 8.4, measured on the loop's clock:
   - first request of a connection: Th = Ti = 0 and TR runs from the accept to the end of
     the request head (splicer reads a head whole, in the engine: the first byte's time is
     not seen apart); a later request on the connection: Ti runs from the end of the
@@ -16,6 +17,8 @@ doing no formatting. The timers follow haproxy 8.4, measured on the loop's clock
 from __future__ import annotations
 
 from splicer.http.termination import NORMAL, Phase
+from splicer.log.format import NUM as _NUM
+from splicer.log.format import _date, _req
 from splicer.log.record import LogRecord
 
 NOSRV = "<NOSRV>"
@@ -148,12 +151,12 @@ def stream_record(st, logger, now: float) -> LogRecord:
         up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
 
 
-def httplog_entry(st, logger, now: float) -> tuple:
-    """What `option httplog` (no capture) shows of the finished http Stream `st`, at loop
-    time `now`, as a flat tuple that format.render_httplog turns into the line in the batch:
-    (ci, cp, start (loop seconds), ft, b, s, TR, Tw, Tc, Tr, Ta, ST, B, tsc, ac, fc, bc, sc,
-    redispatched, rc, bq, request line). The same values as stream_record's, without the
-    fields that format does not show (the fast path of the default format: no record)."""
+def httplog_line(st, logger, now: float) -> str:
+    """The `option httplog` line (format.HTTPLOG, no capture) of the finished http Stream
+    `st`, at loop time `now`: the same text LogFormat(HTTPLOG).render makes of
+    stream_record's LogRecord, made in one pass without the record (the fast path of the
+    default format, called once per request; the one place this module formats, with
+    format.py's helpers: the memoised date and request line and the NUM int table)."""
     s = st.s
     t_head = st.t_head
     if st._first:
@@ -173,18 +176,19 @@ def httplog_entry(st, logger, now: float) -> tuple:
     logger.count += 1
     peer = s.peer
     if type(peer) is tuple:
-        ci, cp = peer[0], peer[1]
+        ci, cp = peer[0], _NUM[peer[1]]
     else:
-        ci, cp = "unknown", 0
+        ci, cp = "unknown", "0"
     if srv is not None:
-        return (ci, cp, start, fe.name, be.name, srv.model.name, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
-                st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
-                fe.proxy.active, fe.active, sum(active), active[srv.index], st.redispatched, st.retries,
-                be.queued, raw[:end] if end > 0 else request_line(raw))
-    return (ci, cp, start, fe.name, be.name, NOSRV, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
-            st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
-            fe.proxy.active, fe.active, sum(active), 0, st.redispatched, st.retries,
-            be.queued, raw[:end] if end > 0 else request_line(raw))
+        s_name, sc = srv.model.name, _NUM[active[srv.index]]
+    else:
+        s_name, sc = NOSRV, "0"
+    return (f'{ci}:{cp} [{_date(start + logger.hub.offset)}] {fe.name} {be.name}/{s_name} '
+            f'{_NUM[TR]}/{_NUM[Tw]}/{_NUM[Tc]}/{_NUM[Tr]}/{_NUM[int((now - start) * 1000.0 + 0.5)]} '
+            f'{_NUM[st.status or -1]} {_NUM[st.head_out + st.down.moved]} - - '
+            f'{"----" if term is NORMAL else _term(term)[1]} {_NUM[fe.proxy.active]}/{_NUM[fe.active]}/'
+            f'{_NUM[sum(active)]}/{sc}/{"+" if st.redispatched else ""}{_NUM[st.retries]} 0/{_NUM[be.queued]} '
+            f'"{_req(raw[:end] if end > 0 else request_line(raw))}"')
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,

@@ -201,14 +201,21 @@ _NAMESPACE = {"_DASH": "-", "_PLUS": ("", "+"), "_path": _path, "_qs": _qs, "_ms
               "_HOST": _HOST, "_sd": escape_sd, "_json": json.dumps, "_quote": _quote}
 
 
-def render_httplog(entries: list, offset: float) -> list[str]:
-    """The `option httplog` lines (HTTPLOG, no capture) of collect.httplog_entry tuples, in
-    one pass: the same text LogFormat(HTTPLOG).render makes of the stream's LogRecord.
-    `offset`: wall-clock seconds minus loop seconds (the entries' start is loop time)."""
-    return [f'{ci}:{cp} [{_date(start + offset)}] {ft} {b}/{s} {TR}/{Tw}/{Tc}/{Tr}/{Ta} {ST} {B} - - {tsc} '
-            f'{ac}/{fc}/{bc}/{sc}/{"+" if rd else ""}{rc} 0/{bq} "{_req(line)}"'
-            for (ci, cp, start, ft, b, s, TR, Tw, Tc, Tr, Ta, ST, B, tsc, ac, fc, bc, sc, rd, rc, bq, line)
-            in entries]
+class _Numbers(dict):
+    """int -> its decimal text, remembered for -1..65535 (timers, statuses, counters and
+    ports repeat: a dict lookup costs less than formatting the int)."""
+
+    __slots__ = ()
+
+    def __missing__(self, n: int) -> str:
+        text = str(n)
+        if -2 < n < 65536:
+            self[n] = text
+        return text
+
+
+NUM = _Numbers((n, str(n)) for n in range(-1, 1024))
+"""NUM[n] is str(n) for any int n (collect.httplog_line's fields)."""
 
 
 class LogFormat:
@@ -222,7 +229,7 @@ class LogFormat:
         text: the format; render: LogRecord -> str, the line (no "\\n", no syslog header).
         needs_dst: the format shows %fi / %fp (the record must carry them).
         httplog: the format is HTTPLOG with no capture: streams may be logged through
-            collect.httplog_entry and render_httplog (the same lines, no LogRecord).
+            collect.httplog_line (the same line, rendered in one pass, no LogRecord).
 
     Raises:
         RuleError: an unknown alias, fetch or flag, or a `%` that starts nothing
@@ -231,7 +238,7 @@ class LogFormat:
 
     def __init__(self, text: str, captures: tuple[int, int] = (0, 0)) -> None:
         self.text = text
-        self.httplog = text == HTTPLOG and not any(captures)  # collect.httplog_entry + render_httplog
+        self.httplog = text == HTTPLOG and not any(captures)  # collect.httplog_line
         items = scan(text)
         pieces: list[tuple[str, str]] = []  # ("lit", text) or ("expr", python source)
         named: list[tuple[str, str, str]] = []  # json: (name, expression, kind)

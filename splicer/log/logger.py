@@ -2,9 +2,8 @@
 
 Rule: logging never blocks the worker and never delays a stream. A finished stream adds a
 frozen LogRecord (record.py) to a bounded queue (append only, no formatting), or, for
-`option httplog` without captures, a flat tuple of the values its line shows
-(collect.httplog_entry, rendered by format.render_httplog); a timer
-FLUSH_DELAY later renders the whole batch (format.py), frames it for each target
+`option httplog` without captures, its finished line (collect.httplog_line: one pass, no
+record); a timer FLUSH_DELAY later renders the batch's records (format.py), frames it for each target
 (syslog.py) and hands it to the targets (target.py), which write without waiting. A queue
 already holding MAX_QUEUE records drops the new one (counted, as a full target's drops).
 
@@ -20,8 +19,8 @@ import os
 import time
 
 from splicer.config.model import LogTarget
-from splicer.log.collect import httplog_entry, refused_record, stream_record
-from splicer.log.format import LogFormat, render_httplog
+from splicer.log.collect import httplog_line, refused_record, stream_record
+from splicer.log.format import LogFormat
 from splicer.log.record import LogRecord
 from splicer.log.syslog import INFO, Framer
 from splicer.log.target import Target, open_target
@@ -127,8 +126,8 @@ class Logger:
         fmt: the compiled LogFormat; dontlognull: `option dontlognull`.
         needs_dst: records must carry the frontend address (%fi / %fp).
         fast: the format is `option httplog` with no capture (LogFormat.httplog): a stream
-            queues a collect.httplog_entry tuple instead of a LogRecord, and the batch is
-            rendered by format.render_httplog in one pass (the same lines, less work).
+            queues its line (collect.httplog_line) instead of a LogRecord (the same line,
+            less work).
     """
 
     __slots__ = ("hub", "fmt", "sinks", "dontlognull", "needs_dst", "queue", "_timer", "count", "loop", "fast",
@@ -145,7 +144,7 @@ class Logger:
         self.count = 0  # records taken (the %rt request counter)
         self.loop = hub.loop
         self.fast = fmt.httplog
-        self._mixed = False  # the queue holds LogRecords too (refused / local / tunnel)
+        self._mixed = False  # the queue holds LogRecords too (refused / local / tunnel), not only lines
 
     def next_id(self) -> int:
         """The next value of the %rt request counter."""
@@ -158,7 +157,7 @@ class Logger:
         if len(q) >= MAX_QUEUE:
             self.hub.queue_drops += 1
             return
-        q.append(httplog_entry(st, self, self.loop.time()) if self.fast else stream_record(st, self, self.loop.time()))
+        q.append(httplog_line(st, self, self.loop.time()) if self.fast else stream_record(st, self, self.loop.time()))
         if self._timer is None:
             self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
 
@@ -202,20 +201,15 @@ class Logger:
             return
         hub = self.hub
         hub.offset = time.time() - hub.loop.time()
-        lines = None
         mixed, self._mixed = self._mixed, False
         if self.fast and not mixed:
-            try:
-                lines = render_httplog(records, hub.offset)
-            except Exception:  # a bug: rendered one by one below, the bad one logged
-                lines = None
-        if lines is None:
+            lines = records  # every one a finished line (collect.httplog_line)
+        else:
             render = self.fmt.render
-            off = hub.offset
             lines = []
             for r in records:
                 try:
-                    lines.append(render(r) if type(r) is LogRecord else render_httplog((r,), off)[0])
+                    lines.append(render(r) if type(r) is LogRecord else r)
                 except Exception:  # a bug in a format: log it, never lose the batch
                     log.exception("log-format failed on a record")
         now = time.time()

@@ -1,13 +1,13 @@
-"""splicer.log.collect + format.render_httplog: the `option httplog` fast path (a flat
-entry per stream, rendered in the batch) gives exactly the line LogFormat(HTTPLOG) renders
-from the stream's LogRecord, for every kind of ending."""
+"""splicer.log.collect.httplog_line: the `option httplog` fast path (the line made in one
+pass, without a record) gives exactly the line LogFormat(HTTPLOG) renders from the stream's
+LogRecord, for every kind of ending."""
 from types import SimpleNamespace as NS
 
 import pytest
 
 from splicer.http.termination import NORMAL, Cause, Phase, Termination
-from splicer.log.collect import httplog_entry, stream_record
-from splicer.log.format import HTTPLOG, LogFormat, render_httplog
+from splicer.log.collect import httplog_line, stream_record
+from splicer.log.format import HTTPLOG, LogFormat
 
 OFFSET = 1.77e9  # wall clock - loop clock
 
@@ -33,7 +33,7 @@ def stream(**kw):
 
 def both(st, now=100.0703):
     """(fast-path line, record line) of one stream."""
-    fast = render_httplog([httplog_entry(st, logger(), now)], OFFSET)[0]
+    fast = httplog_line(st, logger(), now)
     return fast, LogFormat(HTTPLOG).render(stream_record(st, logger(), now))
 
 
@@ -50,6 +50,9 @@ CASES = {
                                                    local_port=0)),
     "hostile request line": dict(raw=b'\r\nGET /"a"\x7f\xff HTTP/1.1\r\n\r\n'),
     "head without CRLF": dict(raw=b"GET / HTTP/1.1"),
+    "large counts and timers": dict(down=NS(moved=10 ** 12, spliced=10 ** 12, copied=0), retries=70000,
+                                    t_resp=1e6 + 100.0, s=NS(t_accept=100.0, t_idle=100.5,
+                                                             peer=("::1", 65535), local_ip="", local_port=0)),
 }
 
 
@@ -67,7 +70,7 @@ def test_fast_path_only_for_httplog_without_captures():
 
 def test_entry_counts_requests_like_the_record():
     lg = logger()
-    httplog_entry(stream(), lg, 100.1)
+    httplog_line(stream(), lg, 100.1)
     stream_record(stream(), lg, 100.1)
     assert lg.count == 2
 
@@ -76,3 +79,10 @@ def test_a_line_of_the_fast_path_shows_every_field():
     fast, _ = both(stream(retries=1, redispatched=True))
     assert fast.startswith("127.0.0.1:40001 [") and fast.endswith(
         '] fe farm/web2 13/14/4/20/70 200 1290 - - ---- 9/7/8/5/+1 0/2 "GET /1k.bin HTTP/1.1"')
+
+
+def test_numbers_table_is_str_for_every_int():
+    from splicer.log.format import NUM
+    for n in (-5, -1, 0, 7, 1023, 1024, 65535, 65536, 10 ** 15):
+        assert NUM[n] == str(n) and NUM[n] == str(n)  # a miss, then what it remembered
+    assert 10 ** 15 not in NUM and -5 not in NUM  # only -1..65535 are remembered (bounded)
