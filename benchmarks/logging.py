@@ -20,6 +20,13 @@ The configurations (templates/splicer.cfg's settings, same origin):
 Every line is checked at the end: the file holds one line per request wrk counted (plus the
 benchmark's port probes), and the log counters (Proxy.stats()["log"]) show no drop.
 
+For comparison, when haproxy is installed, the same two cases through haproxy (templates/
+haproxy.cfg, with splice, on CPU 1), measured in the same rotation:
+  haproxy-nolog   no `log` line.
+  haproxy-syslog  `option httplog` and `log udp@127.0.0.1:<port> local0`, to the same socat.
+What logging to syslog costs haproxy tells what the kernel's one datagram per line (RFC 5426
+section 3.1: one message per datagram) costs any proxy on this machine.
+
 Target (issue 10): logging costs at most 15 % more CPU per request than nolog.
 Outputs in --out: logging.md (also printed), logging.json (every sample), the configs.
 Exit status: 0 when measured (whatever the figure), 1 when a run had errors, 2 when the
@@ -43,6 +50,7 @@ sys.path.insert(0, str(HERE))
 import run  # noqa: E402  (benchmarks/run.py: services, pinning, wrk, /proc accounting)
 
 PORTS = {"nolog": 19290, "file": 19291, "syslog": 19292}
+HAPROXY_PORTS = {"haproxy-nolog": 19293, "haproxy-syslog": 19294}
 SYSLOG_PORT = 19299
 FILE = "1k.bin"
 
@@ -60,6 +68,22 @@ def config(name: str, workdir: Path) -> Path:
                             f"    option httplog\n    log {target}\n    default_backend farm\n", 1)
     cfg = workdir / f"logging-{name}.cfg"
     cfg.write_text(text)
+    return cfg
+
+
+def haproxy_config(name: str, workdir: Path) -> Path:
+    """Write the haproxy config `name` (a HAPROXY_PORTS key), checked with haproxy -c."""
+    o1, o2 = run.ORIGIN_PORTS
+    cfg = workdir / f"logging-{name}.cfg"
+    run.render("haproxy.cfg", cfg, PORT=HAPROXY_PORTS[name], ORIGIN1_PORT=o1, ORIGIN2_PORT=o2,
+               SPLICE="    option splice-request\n    option splice-response")
+    if name == "haproxy-syslog":
+        text = cfg.read_text().replace("    default_backend farm\n", "    option httplog\n    log udp@127.0.0.1:"
+                                       f"{SYSLOG_PORT} local0\n    default_backend farm\n", 1)
+        cfg.write_text(text)
+    p = subprocess.run(["haproxy", "-c", "-f", str(cfg)], check=False, capture_output=True, text=True)
+    if p.returncode != 0:
+        run.die(f"haproxy -c rejected {cfg.name}:\n{p.stdout}{p.stderr}")
     return cfg
 
 
@@ -103,12 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("nginx", "wrk", "taskset", "socat"):
         if shutil.which(tool) is None:
             run.die(f"{tool} is not installed")
-    for port in (*run.ORIGIN_PORTS, *PORTS.values()):
+    ports = dict(PORTS, **(HAPROXY_PORTS if shutil.which("haproxy") else {}))
+    for port in (*run.ORIGIN_PORTS, *ports.values()):
         if not run.port_free(port):
             run.die(f"port {port} is in use")
     workdir = Path(tempfile.mkdtemp(prefix="splicer-logging-"))
     os.chmod(workdir, 0o755)  # nginx workers (user nobody) read the docroot
-    samples: dict[str, list[dict]] = {name: [] for name in PORTS}
+    samples: dict[str, list[dict]] = {name: [] for name in ports}
     counters: dict[str, dict | None] = {}
     lines = 0
     try:
@@ -122,10 +147,14 @@ def main(argv: list[str] | None = None) -> int:
             check(cfg)
             services[name] = run.start_splicer(f"splicer-{name}", cfg, workdir)
             services[name].wait_port(PORTS[name])
-        order = list(PORTS)
+        for name in [n for n in HAPROXY_PORTS if n in ports]:
+            cfg = haproxy_config(name, workdir)
+            services[name] = run.Service(name, ["haproxy", "-db", "-f", str(cfg)], run.CPU_PROXY, workdir)
+            services[name].wait_port(ports[name])
+        order = list(ports)
         for rnd in range(args.rounds):
             for name in order:
-                r = measure(services[name], PORTS[name], args.conns, args.duration)
+                r = measure(services[name], ports[name], args.conns, args.duration)
                 r["round"] = rnd
                 samples[name].append(r)
                 run.log(f"round {rnd + 1}/{args.rounds} {name}: {r.get('cpu_us_per_req', float('nan')):.2f} "
@@ -137,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(workdir / "access.log", "rb") as f:
             lines = sum(1 for _ in f)
         args.out.mkdir(parents=True, exist_ok=True)
-        for name in PORTS:
+        for name in ports:
             shutil.copy(workdir / f"logging-{name}.cfg", args.out / f"logging-{name}.cfg")
     finally:
         run.stop_all()
@@ -158,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
         vs = "" if name == "nolog" or not base else f"{(m['cpu_us_per_req'] / base - 1) * 100:+.1f} %"
         md.append(f"| {name} | {m['cpu_us_per_req']:.2f} | {vs} | {m['req_s']:.0f} | "
                   f"{c.get('sent', '-') if name != 'nolog' else '-'} | {c.get('dropped', '-') if name != 'nolog' else '-'} |")
+    hbase = (med.get("haproxy-nolog") or {}).get("cpu_us_per_req")
+    for name in [n for n in HAPROXY_PORTS if n in ports] if hbase else ():
+        m = med[name]
+        if not m["cpu_us_per_req"]:
+            md.append(f"| {name} | - | - | - | - | - |")
+            continue
+        vs = "" if name == "haproxy-nolog" else f"{(m['cpu_us_per_req'] / hbase - 1) * 100:+.1f} % (vs haproxy-nolog)"
+        md.append(f"| {name} | {m['cpu_us_per_req']:.2f} | {vs} | {m['req_s']:.0f} | - | - |")
     wrk_file = sum(r.get("requests") or 0 for r in samples["file"])
     errors = sum(r.get("errors") or 0 for rs in samples.values() for r in rs)
     if errors:
