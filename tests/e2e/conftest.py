@@ -156,3 +156,15 @@ def start_splicer(tmp_path):
     yield start
     for sp in started:
         sp.stop()
+
+
+@pytest.fixture
+def origins():
+    """Two NamedOrigin servers, "s1" and "s2" (tests/e2e/test_runtime_api.py), released and
+    closed after the test."""
+    from tests.e2e.test_runtime_api import NamedOrigin
+    made = [NamedOrigin("s1"), NamedOrigin("s2")]
+    yield made
+    for o in made:
+        o.release.set()
+        o.close()

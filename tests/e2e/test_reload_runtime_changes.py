@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from tests.e2e.helpers import free_port
-from tests.e2e.test_runtime_api import NamedOrigin, cli, config, server_rows, wait_socket
+from tests.e2e.test_runtime_api import cli, config, server_rows, wait_socket
 
 
-@pytest.fixture
-def origins():
-    made = [NamedOrigin("s1"), NamedOrigin("s2")]
-    yield made
-    for o in made:
-        o.release.set()
-        o.close()
 
 PORT = 18  # srv_port's column in `show servers state`
 

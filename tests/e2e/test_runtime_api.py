@@ -13,7 +13,6 @@ import threading
 import time
 from collections import Counter
 
-import pytest
 
 from tests.e2e.helpers import ThreadedServer, free_port, read_response
 
@@ -72,15 +71,6 @@ class NamedOrigin(ThreadedServer):
             pass
         finally:
             c.close()
-
-
-@pytest.fixture
-def origins():
-    made = [NamedOrigin("s1"), NamedOrigin("s2")]
-    yield made
-    for o in made:
-        o.release.set()
-        o.close()
 
 
 def config(tmp_path, port: int, servers: list[tuple[str, int, str]], nbthread: int = 1, extra_global: str = "",
