@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from splicer.http import sample as smp
+from splicer.http.disjunction import Part, compile_parts
 from splicer.http.sample import BOOL, IP, STR, Fetch, RequestView, SampleError
 
 MATCH_METHODS = ("found", "bool", "int", "ip", "bin", "len", "str", "sub", "reg", "beg", "end", "dir", "dom")
@@ -874,9 +875,11 @@ def any_of(conds: Sequence) -> AnyOf:
             entries.append((source, of_source[source]))
         of_source[source].append((part, item, one_probe))
     tests = []
+    compiled: list[Part] = []
     for source, items in entries:
         if not source:
             tests.append(items[0][1])
+            compiled.append(Part("", (items[0][1],), False))
             continue
         # the request line's tests are remembered by the part each reads (sample.line_part:
         # the path, the query...), so that a new query string misses only the query's tests
@@ -886,11 +889,17 @@ def any_of(conds: Sequence) -> AnyOf:
         parts = []
         for part, its in by_part.items():
             test = _first_true(tuple(item for item, _ in its))
-            if len(its) > 1 or not its[0][1]:  # one set probe is not worth remembering
+            remember = len(its) > 1 or not its[0][1]  # one set probe is not worth remembering
+            if remember:
                 test = smp.remembered(test, smp.part_key(part) if part else smp.source_key(source))
             parts.append(test)
+            compiled.append(Part(part or source[0], tuple(item for item, _ in its), remember,
+                                 source[1] if source[0] == "field" else None))
         tests.append(_first_true(tuple(parts)))
-    return AnyOf(tuple(tests), " || ".join(texts))
+    text = " || ".join(texts)
+    cls = type("AnyOf", (AnyOf,), {"__slots__": (), "__call__": compile_parts(compiled, AnyOf, f"<any_of {text[:60]}>"),
+                                   "__doc__": AnyOf.__doc__})
+    return cls(tuple(tests), text)
 
 
 def condition_reads(cond) -> frozenset | None:

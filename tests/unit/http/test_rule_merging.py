@@ -275,3 +275,46 @@ def test_what_a_merged_test_remembers_never_answers_a_request_that_differs_in_it
             for r, denied in ((first, first is hit), (second, second is hit)):
                 got = first_local((rule,), view_of(dict(base, **r)))[0] is not None
                 assert got is denied, (a, r)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs(), st.lists(requests, min_size=1, max_size=6), st.booleans())
+def test_the_compiled_disjunction_is_its_parts_evaluated_one_by_one(cfg, reqs, response):
+    """acl.any_of's compiled call (http/disjunction.py) against AnyOf.__call__, the loop
+    over the same parts with their own memos: equal for every request, in both orders,
+    for request views and for views with response fields (whose field parts are not keyed)."""
+    acls, rules = cfg
+    fe = loads(PRE + "\n".join(acls + rules) + "\n" + POST).frontends[0]
+    conds = [r.cond for r in merge_runs(tuple(fe.http_request)) if isinstance(r.cond, acl_mod.AnyOf)]
+    seen = [dict(r, **{k: v}) for r in reqs for k, v in NEIGHBOURS + [("method", r["method"])]]
+    for r in seen + seen[::-1]:
+        view = view_of(r)
+        if response:
+            view.response_fields = [(b"Server", b"o")]
+        for cond in conds:
+            assert bool(cond(view)) == bool(acl_mod.AnyOf.__call__(cond, view)), (cond.text, r)
+
+
+def test_a_compiled_disjunction_reads_each_part_once_and_keeps_the_order():
+    fe = loads(PRE + """    acl a path_beg /a
+    acl q query -m sub k=
+    acl h hdr(host) -i a.example
+    acl s src 10.0.0.0/8
+    http-request deny if a
+    http-request deny if h
+    http-request deny if q
+    http-request deny if s
+    http-request deny if { path_end .x }
+""" + POST).frontends[0]
+    cond = merge_runs(tuple(fe.http_request))[0].cond
+    fn = type(cond).__call__
+    # by source in the order each first appears: the request line's parts (the path, then
+    # the query) together, then the Host field, then the client address
+    assert [p.key for p in fn.parts] == ["path", "query", "field", "src"]
+    assert fn.source.count("view.path()") == 1  # the two path ACLs share one part
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False, "target": b"/b"}
+    assert not cond(view_of(r))
+    assert cond(view_of(dict(r, target=b"/b.x"))) and cond(view_of(dict(r, target=b"/b?k=1")))
+    assert cond(view_of(dict(r, host=b"A.example"))) and cond(view_of(dict(r, src="10.1.2.3")))
+    assert not cond(view_of(r))  # nothing remembered leaks from the requests before

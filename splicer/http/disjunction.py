@@ -1,0 +1,137 @@
+"""A merged rule condition compiled into one Python function: the request-part memos and
+tests that acl.any_of() arranges, evaluated in one frame instead of a chain of closures.
+
+Rule: sans-I/O, built once at load; the compiled function gives exactly what the same
+parts evaluated one by one give (acl.AnyOf.__call__, the reference), only with less work:
+on CPython every call of a closure costs about as much as a dictionary probe, so a run of
+fifty ``deny if <acl>`` rules whose parts are each a key, a memo and a test spends most of
+its time calling, not testing (see benchmarks/rules.py, ``--heads unique``).
+
+Theory of operation. any_of() gives a list of Parts, in evaluation order. A Part is a
+request part (a `key` of KEYS: the path, the query, a field's values, the client
+address...) and its tests (view -> bool, evaluated in order until one holds), with whether
+their verdict is remembered by the part's value. compile_parts() writes one function:
+
+    def disjunction(self, view):
+        k = view._path                      # the part's value, read inline
+        if k is None:
+            k = view.path()
+        r = g0(k)                           # its memo (a dict's get)
+        if r is None:                       # first time seen: run the tests, remember
+            r = True if (t0_0(view) or t0_1(view)) else False
+            if len(m0) >= MEMO_SIZE:
+                m0.clear()
+            if len(k) <= MEMO_KEY_MAX:
+                m0[k] = r
+        if r:
+            return True
+        ...
+        return False
+
+and returns it as the ``__call__`` of a subclass of the AnyOf it stands for (the class's
+call slot is the function itself: no extra frame). The memos are the same as
+sample.remembered()'s: MEMO_SIZE keys of at most MEMO_KEY_MAX bytes, started over when full.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from splicer.http import sample as smp
+
+KEYS = {
+    "path": ("k = view._path\n{i}if k is None:\n{i}    k = view.path()", "bytes"),
+    "query": ("k = view.target\n{i}q = k.find(b'?')\n{i}k = b'' if q < 0 else k[q:]", "bytes"),
+    "urlp": ("k = view.url", "bytes"),
+    "url": ("k = (view.url, view.target)", "tuple"),
+    "method": ("k = view.method", "bytes"),
+    "version": ("k = view.version", "bytes"),
+    "line": ("k = (view.method, view.url, view.target, view.version)", "tuple"),
+    "src": ("k = view.src", "bytes"),
+    "dst": ("k = view.dst", "bytes"),
+    "src_port": ("k = view.src_port", "int"),
+    "dst_port": ("k = view.dst_port", "int"),
+    "field": ("k = tuple(view.values({name!r})) if view.response_fields is None else None", "tuple"),
+}
+"""For each kind of request part: the statements that set ``k`` to its value in a view (as
+sample.part_key() and sample.source_key() read it: two views with equal values give equal
+samples; None: it cannot be told, the tests then run unremembered), and the value's shape
+(what bounds its size: len() of bytes or str, sample._key_size() of a tuple, nothing for
+an int)."""
+
+
+ATTRIBUTE_KEYS = frozenset({"urlp", "method", "version", "src", "dst", "src_port", "dst_port"})
+"""The kinds whose value is one attribute of the view: looking a verdict up by it costs
+less than any test (a cheap probe is a fetch call and a matcher call), so a Part of these
+kinds is always remembered."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a compiled disjunction.
+
+    Attributes:
+        key: a KEYS kind, or "" for tests that read no single part (never remembered).
+        tests: view -> bool functions, evaluated in order until one holds.
+        remember: the verdict is remembered by the part's value (False: one cheap probe,
+            not worth a memo, unless the value is one attribute: ATTRIBUTE_KEYS).
+        name: the field name of a "field" part (lower case bytes; None: every field).
+    """
+
+    key: str
+    tests: tuple
+    remember: bool
+    name: bytes | None = None
+
+
+def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>") -> Callable:
+    """The function ``(self, view) -> bool`` that is True when a test of some part holds,
+    the parts in order (see the module's theory of operation).
+
+    Args:
+        parts: the parts, in evaluation order.
+        base: unused by the code; named in its docstring (the class it is the call of).
+        filename: what tracebacks show for the generated code.
+
+    Raises:
+        KeyError: a part's key is not a KEYS kind.
+    """
+    ns: dict = {"MEMO_SIZE": smp.MEMO_SIZE, "MEMO_KEY_MAX": smp.MEMO_KEY_MAX, "_key_size": smp._key_size}
+    lines = ["def disjunction(self, view):", f'    """{base.__name__}.__call__, compiled (disjunction.compile_parts)."""']
+    for i, part in enumerate(parts):
+        names = []
+        for j, t in enumerate(part.tests):
+            ns[f"t{i}_{j}"] = t
+            names.append(f"t{i}_{j}(view)")
+        any_test = " or ".join(names) if names else "False"
+        if not part.key or not (part.remember or part.key in ATTRIBUTE_KEYS):
+            lines.append(f"    if {any_test}:")
+            lines.append("        return True")
+            continue
+        read, shape = KEYS[part.key]
+        memo: dict = {}
+        ns[f"m{i}"], ns[f"g{i}"] = memo, memo.get
+        lines.append("    " + read.format(i="    ", name=part.name))
+        body = "    "
+        if part.key == "field":  # a response's fields: no key, the tests run as they are
+            lines.append("    if k is None:")
+            lines.append(f"        r = {any_test}")
+            lines.append("    else:")
+            body = "        "
+        size = {"bytes": "len(k) <= MEMO_KEY_MAX", "tuple": "_key_size(k) <= MEMO_KEY_MAX", "int": "True"}[shape]
+        lines += [f"{body}r = g{i}(k)",
+                  f"{body}if r is None:",
+                  f"{body}    r = True if ({any_test}) else False",
+                  f"{body}    if len(m{i}) >= MEMO_SIZE:",
+                  f"{body}        m{i}.clear()",
+                  f"{body}    if {size}:",
+                  f"{body}        m{i}[k] = r",
+                  "    if r:",
+                  "        return True"]
+    lines.append("    return False")
+    code = compile("\n".join(lines) + "\n", filename, "exec")
+    exec(code, ns)  # noqa: S102 (our own text, from the parts above: no input of a request)
+    fn = ns["disjunction"]
+    fn.source = "\n".join(lines)
+    fn.parts = tuple(parts)
+    return fn
