@@ -373,6 +373,18 @@ def params_found(names: frozenset, delim: bytes, icase: bool) -> Callable[[Reque
     """view -> whether its URL has a parameter named one of `names` (as ``url_param(<name>,
     <delim>[,i]) -m found`` of each name would say, haproxy 7.3.6 "url_param"; lower case
     when `icase`): the ACLs of several names look the URL's parameters up once."""
+    if not delim and names and not any(c in n for n in names for c in (b"=", b"&", b";")):
+        # one regex search of the query string: a parameter starts it or follows '&' or ';'
+        # and is its name and '=' (what _param_index() indexes), no index built
+        search = re.compile(rb"(?:^|[&;])(?:" + b"|".join(re.escape(n) for n in sorted(names)) + rb")=",
+                            re.IGNORECASE if icase else 0).search
+
+        def test_query(view) -> bool:
+            url = view.url
+            q = url.find(b"?")
+            return q >= 0 and search(url[q + 1:]) is not None
+        return test_query
+
     def test(view) -> bool:
         return not names.isdisjoint(_param_index(view.url, delim, icase))
     return test

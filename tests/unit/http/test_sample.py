@@ -235,3 +235,23 @@ def test_bad_map_regex(tmp_path):
     with pytest.raises(SampleError) as exc:
         parse_fetch("path,map_reg(r.map)", str(tmp_path))
     assert str(exc.value).startswith("map file 'r.map' line 3: invalid regex '([': ")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from splicer.http import sample as smp  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"A", b"tok", b"TOK5", b"x.y", b"=", b"&", b";", b"?", b"1", b"%61", b"/"]),
+                max_size=12),
+       st.sets(st.sampled_from([b"a", b"tok", b"tok5", b"x.y", b"b"]), min_size=1, max_size=3),
+       st.booleans(), st.booleans())
+def test_url_param_found_of_several_names_is_the_parameter_index(parts, names, icase, absolute):
+    """params_found (``url_param(<name>) -m found`` of several ACLs, one search) says
+    exactly what the parameter index (_param_index, what url_param() reads) says."""
+    url = (b"http://h" if absolute else b"") + b"/p" + b"".join(parts)
+    names = frozenset(n.lower() for n in names) if icase else frozenset(names)
+    v = RequestView(b"GET", url, url, b"1.1", [])
+    assert smp.params_found(names, b"", icase)(v) is (not names.isdisjoint(smp._param_index(url, b"", icase)))
