@@ -21,7 +21,12 @@ http/h1.py's HeadMemo, whose parse of the same bytes the session already did).
 
 It is a bounded LRU: at most MEMO_ENTRIES decisions, for heads of at most MEMO_HEAD_MAX
 bytes, the least recently used going first, so hostile heads that never repeat cost one
-failed probe and one insertion each and never grow it.
+failed probe and one insertion each and never grow it. And it stops being asked when it
+does not pay: when fewer than PAY_HITS of the PAY_WINDOW lookups of a window found their
+head (traffic whose heads never repeat: a counter or a token in every URL, clients that
+do not keep their connections alive), the next PAUSE requests are decided without it
+(`pause` counts them down; the session reads it), its entries are dropped, and a new
+window then tries it again.
 """
 from __future__ import annotations
 
@@ -34,6 +39,15 @@ from splicer.http.actions import LocalRule
 
 MEMO_ENTRIES = 1024
 """Most decisions a frontend remembers (the least recently used goes first)."""
+
+PAY_WINDOW = 256
+"""Lookups over which a DecisionMemo counts its hits."""
+
+PAY_HITS = 32
+"""Hits in a window below which the memo does not pay for its keys (an eighth)."""
+
+PAUSE = 8192
+"""Requests decided without the memo after a window in which it did not pay."""
 
 MEMO_HEAD_MAX = 4096
 """Longest request head (bytes) whose decision is remembered (HeadMemo's limit)."""
@@ -91,9 +105,14 @@ class DecisionMemo:
     A key is the head's bytes when `reads` is empty, else (head, the tuple of the
     connection's values of `reads`, in order). The values are whatever the caller keeps
     for a hit (session.py: the Decision, the chosen backend and its Route).
+
+    Attributes:
+        pause: requests left that are to be decided without the memo (0: ask it); the
+            caller counts them down (see the module's docstring).
+        hits, misses: lookups so far that found, and did not find, their key.
     """
 
-    __slots__ = ("reads", "max_entries", "max_head", "_d", "hits", "misses")
+    __slots__ = ("reads", "max_entries", "max_head", "_d", "hits", "misses", "pause", "_left", "_paid")
 
     def __init__(self, reads: tuple, max_entries: int = MEMO_ENTRIES, max_head: int = MEMO_HEAD_MAX) -> None:
         self.reads = reads
@@ -101,6 +120,9 @@ class DecisionMemo:
         self.max_head = max_head
         self._d: OrderedDict = OrderedDict()
         self.hits = self.misses = 0
+        self.pause = 0
+        self._left = PAY_WINDOW  # lookups left in this window
+        self._paid = 0  # hits in this window
 
     def address(self, value_of: Callable[[str], object]) -> tuple:
         """The address part of a connection's keys: value_of(part) for each part of
@@ -113,13 +135,24 @@ class DecisionMemo:
         return (head, address) if self.reads else head
 
     def get(self, key):
-        """What was kept for `key`, or None; a hit becomes the most recently used."""
+        """What was kept for `key`, or None; a hit becomes the most recently used. The
+        lookup that ends a window with fewer than PAY_HITS hits sets `pause` to PAUSE and
+        drops every entry."""
         got = self._d.get(key)
+        left = self._left - 1
         if got is None:
             self.misses += 1
-            return None
-        self.hits += 1
-        self._d.move_to_end(key)
+        else:
+            self.hits += 1
+            self._paid += 1
+            self._d.move_to_end(key)
+        if left:
+            self._left = left
+        else:
+            if self._paid < PAY_HITS:
+                self.pause = PAUSE
+                self._d.clear()
+            self._left, self._paid = PAY_WINDOW, 0
         return got
 
     def put(self, key, head_len: int, value) -> None:

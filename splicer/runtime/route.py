@@ -212,9 +212,9 @@ class Switching:
         chosen yet (haproxy 7.3.3 "be_name")."""
         info = (StreamInfo(view.src, view.src_port, view.dst, view.dst_port, self.frontend, self.frontend)
                 if self.fe_edits else None)
-        # the client's: its response's body framing follows it (compared in any case: an
-        # origin may read a method so)
-        head = view.method.upper() == b"HEAD"
+        # the client's method: its response's body framing follows it (compared with the
+        # method the rules leave, in any case: an origin may read a method so)
+        method = view.method
         rule, cut_fe = first_local(self.fe_rules, view, info)
         if rule is not None:
             return Decision(rule, None, cut_fe, 0)
@@ -231,10 +231,12 @@ class Switching:
         if name is None:
             return Decision(None, None, cut_fe, 0)
         be_rules = self.be_rules[name]
-        rule, cut_be = first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
-                                                              self.frontend, name) if be_rules else None)
+        rule, cut_be = (first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
+                                                               self.frontend, name))
+                        if be_rules else (None, 0))
         if rule is None and ((self.strict and ambiguity(view.target) is not None)
-                             or (view.method.upper() == b"HEAD") is not head):
+                             or (view.method is not method
+                                 and (view.method.upper() == b"HEAD") is not (method.upper() == b"HEAD"))):
             # what the rules let through stays ambiguous, or a set-method made a HEAD of
             # another method or another method of a HEAD (the origin's answer would then
             # carry a body the client does not expect, or lack one it does): never

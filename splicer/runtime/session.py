@@ -71,7 +71,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars", "_memo_addr", "started", "stream", "t_accept", "t_idle")
+                 "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -97,6 +97,7 @@ class HttpSession:
         self.streams = 0                     # streams started on this session (http-reuse safe)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
+        self._addr = None                    # (client ip, client port, local ip, local port), for request views
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
@@ -415,8 +416,11 @@ class HttpSession:
         """The sample.RequestView that rule conditions read for the request `req` read as `raw`."""
         if self.sess_vars is None:
             self.sess_vars = {}
-        return request_view_of(req, raw, self.client_ip, self.client_port, self.local_ip, self.local_port,
-                               self.fe.proxy.nbsrv, Vars(self.sess_vars, self.fe.proxy.proc_vars))
+        a = self._addr
+        if a is None:  # the connection's addresses: the same for each of its requests
+            a = self._addr = (self.client_ip, self.client_port, self.local_ip, self.local_port)
+        return request_view_of(req, raw, a[0], a[1], a[2], a[3], self.fe.proxy.nbsrv,
+                               Vars(self.sess_vars, self.fe.proxy.proc_vars))
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
         """The rest of _on_head for a request whose credentials need a hash verified first
@@ -443,10 +447,14 @@ class HttpSession:
         and `view` is None, a head seen before on a connection with the same address parts
         gets its remembered decision: no view is built (unless a local answer or the
         backend's http-response rules read one later) and no rule runs; a new one is
-        decided as above and remembered."""
+        decided as above and remembered. While the memo pauses (DecisionMemo.pause: its
+        heads did not repeat lately) every request is decided as above, without it."""
         fe = self.fe
         sw = fe.switching
         memo = sw.memo if view is None else None  # (a view built already holds credential verdicts)
+        if memo is not None and memo.pause:  # it did not pay lately (decisions.py): not asked
+            memo.pause -= 1
+            memo = None
         if memo is not None:
             # the decision of a head seen before (runtime/decisions.py): no view, no rule runs
             addr = self._memo_addr

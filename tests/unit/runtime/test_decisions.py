@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from splicer.config import loads
 from splicer.http.h1 import HeadError, parse_request
 from splicer.http.sample import request_view_of
-from splicer.runtime.decisions import MEMO_ENTRIES, DecisionMemo, decision_reads
+from splicer.runtime.decisions import MEMO_ENTRIES, PAUSE, PAY_HITS, PAY_WINDOW, DecisionMemo, decision_reads
 from splicer.runtime.route import backend_names, switching_of
 
 _DIR = tempfile.mkdtemp(prefix="splicer-decisions-")
@@ -110,6 +110,30 @@ def test_the_memo_is_a_bounded_lru():
     assert len(big) == MEMO_ENTRIES
     assert big.get(b"GET /%d HTTP/1.1\r\n\r\n" % (3 * MEMO_ENTRIES - 1)) == 3 * MEMO_ENTRIES - 1
     assert big.get(b"GET /0 HTTP/1.1\r\n\r\n") is None
+
+
+def test_a_memo_whose_heads_never_repeat_pauses_and_then_tries_again():
+    m = DecisionMemo(())
+    for i in range(PAY_WINDOW - 1):
+        assert m.get(b"GET /%d HTTP/1.1\r\n\r\n" % i) is None
+        m.put(b"GET /%d HTTP/1.1\r\n\r\n" % i, 20, i)
+        assert m.pause == 0
+    assert m.get(b"GET /new HTTP/1.1\r\n\r\n") is None  # the window's last lookup: it did not pay
+    assert m.pause == PAUSE and len(m) == 0  # its entries are dropped
+    # the caller counts the pause down; then a window tries the memo again
+    m.pause = 0
+    m.put(b"h", 1, "d")
+    assert m.get(b"h") == "d"
+
+
+def test_a_memo_whose_heads_repeat_never_pauses():
+    m = DecisionMemo(())
+    m.put(b"h", 1, "d")
+    for i in range(10 * PAY_WINDOW):
+        # one head in eight repeats: just enough to pay (PAY_HITS a window)
+        assert m.get(b"h" if i % (PAY_WINDOW // PAY_HITS) == 0 else b"x%d" % i) == ("d" if i % (PAY_WINDOW // PAY_HITS) == 0 else None)
+        assert m.pause == 0
+    assert m.hits == 10 * PAY_HITS
 
 
 def test_a_key_is_the_head_and_the_address_parts_read():
