@@ -2,7 +2,8 @@
 """What rules cost: splicer's CPU per 1 KiB request with 50 ACLs and a 10,000-entry map
 routing every request, against the same configuration without rules, in one run.
 
-    python benchmarks/rules.py [--rounds N] [--duration S] [--conns N] [--heads same|unique] [--out DIR]
+    python benchmarks/rules.py [--rounds N] [--duration S] [--conns N] [--heads same|unique] [--together]
+                               [--out DIR]
     python benchmarks/rules.py --configs-only DIR    # write and --check the configs, measure nothing
 
 Method (benchmarks/run.py's): an nginx origin (templates/origin-nginx.conf) and the wrk
@@ -10,7 +11,11 @@ client on CPU 0, each splicer on CPU 1; a splicer's CPU is the utime+stime of it
 tree from /proc/PID/stat before and after a wrk run, divided by the requests wrk counted.
 Both configurations run side by side (two splicer processes, one idle while the other is
 measured), alternating in every round with the order rotated, so drift on a shared machine
-hits both alike; the table shows the medians.
+hits both alike; the table shows the medians. With ``--together`` both are measured at
+once in each round, each by its own wrk (both wrk on the client CPU, both splicers sharing
+CPU 1): whatever the machine does during a round then hits both in the same seconds, so
+the ratio holds steady on a machine whose speed changes from one second to the next (the
+absolute figures are those of a CPU that two proxies share, higher than alone).
 
 The two configurations (templates/splicer.cfg's settings, same origin):
   plain  one frontend, default_backend farm; no rule at all.
@@ -44,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -139,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results", help="output directory")
     ap.add_argument("--heads", choices=("same", "unique"), default="same",
                     help="same: one request head again and again (default); unique: a head of its own per request")
+    ap.add_argument("--together", action="store_true",
+                    help="measure both configurations at once in each round (see the docstring)")
     ap.add_argument("--configs-only", type=Path, metavar="DIR",
                     help="write the two configs (and the map) into DIR, check them, and exit")
     args = ap.parse_args(argv)
@@ -174,8 +182,16 @@ def main(argv: list[str] | None = None) -> int:
             services[name].wait_port(PORTS[name])
         order = list(PORTS)
         for rnd in range(args.rounds):
+            if args.together:  # one wrk per configuration, all at once (threads wait on them)
+                with ThreadPoolExecutor(len(order)) as pool:
+                    futures = {name: pool.submit(measure, services[name], PORTS[name], args.conns, args.duration,
+                                                 script) for name in order}
+                got = {name: f.result() for name, f in futures.items()}
+            else:
+                got = {name: measure(services[name], PORTS[name], args.conns, args.duration, script)
+                       for name in order}
             for name in order:
-                r = measure(services[name], PORTS[name], args.conns, args.duration, script)
+                r = got[name]
                 r["round"] = rnd
                 samples[name].append(r)
                 run.log(f"round {rnd + 1}/{args.rounds} {name}: {r.get('cpu_us_per_req', float('nan')):.2f} "
@@ -195,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                      "req_s": statistics.median(rps) if rps else None}
     p, q = med["plain"]["cpu_us_per_req"], med["rules"]["cpu_us_per_req"]
     overhead = None if not p or q is None else (q / p - 1) * 100
+    if args.together:  # the rounds' own ratios: each one's two figures share their seconds
+        ratios = [b["cpu_us_per_req"] / a["cpu_us_per_req"] for a, b in zip(samples["plain"], samples["rules"])
+                  if a.get("cpu_us_per_req") and b.get("cpu_us_per_req")]
+        overhead = (statistics.median(ratios) - 1) * 100 if ratios else None
     md = ["| config | proxy CPU µs per request | req/s |", "|---|---|---|"]
     for name in PORTS:
         m = med[name]
@@ -208,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         md.append(f"\nrules cost {overhead:+.1f} % CPU per request (target: at most +10 %); "
                   f"{ACLS} ACLs, a {MAP_ENTRIES}-entry map, {args.rounds} rounds of {args.duration} s, "
                   f"{args.conns} connections, median"
+                  + (" of the rounds' ratios, both configurations measured at once (--together)"
+                     if args.together else "")
                   + (", every request a head of its own (--heads unique)." if args.heads == "unique"
                      else ", one request head repeated (--heads same)."))
     text = "\n".join(md) + "\n"

@@ -5,7 +5,7 @@ function that turns a LogRecord (record.py) into one line of printable ASCII.
 Rule: sans-I/O. The `%` items are read by the one scanner of splicer (http/logformat.py
 scan); this module only says what each alias and fetch shows. Compiling generates the
 source of one f-string per format, so rendering a line is one call and no loop over items
-(the access log's cost per request stays small: benchmarks/logging.py).
+(the access log's cost per request stays small: benchmarks/accesslog.py).
 
 What it renders, as haproxy: timers and counters as integers (-1: not reached), `%r` the
 request line escaped (escape.py) and "<BADREQ>" when there is none, `%hr` / `%hs` the

@@ -2,8 +2,8 @@
 """What the access log costs: splicer's CPU per 1 KiB request with `option httplog` logged
 to a file and to syslog over UDP, against the same configuration without logging, in one run.
 
-    python benchmarks/logging.py [--rounds N] [--duration S] [--conns N] [--out DIR]
-    python benchmarks/logging.py --configs-only DIR    # write and --check the configs, measure nothing
+    python benchmarks/accesslog.py [--rounds N] [--duration S] [--conns N] [--out DIR]
+    python benchmarks/accesslog.py --configs-only DIR    # write and --check the configs, measure nothing
 
 Method (benchmarks/run.py's, as benchmarks/rules.py): an nginx origin
 (templates/origin-nginx.conf) and the wrk client on CPU 0, each splicer on CPU 1; a
