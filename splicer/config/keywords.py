@@ -35,9 +35,10 @@ from splicer.http.sample import SampleError, parse_name_format
 from splicer.http.service import StatsAdmin
 from splicer.http.userlist import UserlistError, parse_group, parse_user
 
-SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend", "userlist")
-"""Section keywords, in the column order of haproxy's keyword matrix (``userlist`` last:
-haproxy 12.2, a section of users and groups, not a proxy)."""
+SECTION_KINDS: tuple[str, ...] = ("global", "defaults", "frontend", "listen", "backend", "userlist", "ring")
+"""Section keywords, in the column order of haproxy's keyword matrix (``userlist`` and
+``ring`` last: haproxy 12.2, a section of users and groups, and 12.5, a log buffer and the
+syslog server it forwards to; neither is a proxy)."""
 
 GLOBAL = frozenset({"global"})
 PROXIES = frozenset({"defaults", "frontend", "listen", "backend"})
@@ -47,9 +48,10 @@ FRONT_ONLY = frozenset({"frontend", "listen"})
 BACK_ONLY = frozenset({"listen", "backend"})
 EVERYWHERE = GLOBAL | PROXIES
 USERLIST = frozenset({"userlist"})
+RING = frozenset({"ring"})
 
 UNSUPPORTED_SECTIONS = frozenset({
-    "peers", "resolvers", "mailers", "program", "http-errors", "ring", "cache",
+    "peers", "resolvers", "mailers", "program", "http-errors", "cache",
     "fcgi-app", "log-forward", "crt-store", "traces", "acme",
 })
 """haproxy section keywords splicer does not implement: the whole section is refused."""
@@ -515,7 +517,7 @@ def _parse_server_state_file_name(ctx: Context, args: Sequence[str]) -> None:
 # --------------------------------------------------------------------------------------------
 # Logging (haproxy configuration.txt 4.2 "log", "log-format", "capture"; section 8).
 
-LOG_UNSUPPORTED = ("tcp@", "tcp4@", "tcp6@", "uxst@", "ring@", "backend@", "ipv4@", "ipv6@")
+LOG_UNSUPPORTED = ("backend@", "ipv4@", "ipv6@")
 
 
 def _log_target(text: str) -> LogTarget:
@@ -530,13 +532,29 @@ def _log_target(text: str) -> LogTarget:
         if not text[5:]:
             raise ArgError(f"{what}: 'file@' expects a file path")
         return LogTarget("file", text, path=text[5:])
+    if text.startswith(("tcp@", "tcp4@", "tcp6@")):
+        family, rest = text.split("@", 1)
+        host, port_text = split_host_port(rest, what)
+        if not host or not port_text:
+            raise ArgError(f"{what}: '{family}@' expects <host>:<port>")
+        return LogTarget("tcp", address, host=host, port=parse_port(port_text, what),
+                         family="" if family == "tcp" else family)
+    if text.startswith("uxst@"):
+        if not text[5:].startswith("/"):
+            raise ArgError(f"{what}: 'uxst@' expects an absolute path")
+        return LogTarget("uxst", address, path=text[5:])
+    if text.startswith("ring@"):
+        if not valid_name(text[5:]):
+            raise ArgError(f"{what}: 'ring@' expects the name of a ring section")
+        return LogTarget("ring", address, ring=text[5:])
     if text.startswith("unix@"):
         text = text[5:]
     if text.startswith("/"):
         return LogTarget("unix", address, path=text)
     if text.startswith(LOG_UNSUPPORTED):
         raise ArgError(f"{what}: target '{text.split('@')[0]}@' is not supported (splicer logs to stdout, "
-                       "stderr, fd@<n>, file@<path>, a unix datagram socket path, or [udp@]<host>[:<port>])")
+                       "stderr, fd@<n>, file@<path>, a unix datagram socket path, [udp@]<host>[:<port>], "
+                       "tcp@<host>:<port>, uxst@<path> or ring@<name>)")
     if text.startswith(("udp@", "udp4@", "udp6@")):
         text = text.split("@", 1)[1]
     if "@" in text:
@@ -1291,6 +1309,114 @@ def _userlist_line(kind: str) -> ParseFn:
     return parse
 
 
+# --------------------------------------------------------------------------------------------
+# ring sections (haproxy configuration.txt 12.5 "Ring buffers"): a log buffer and the syslog
+# server(s) over TCP or a unix stream socket that it forwards to (resolve.py puts a
+# section's lines together into a model.Ring and turns each `log ring@<name>` into them).
+
+def _ring_description(ctx: Context, args: Sequence[str]) -> None:
+    """``description <text>``: key ``ring_description`` (the words joined)."""
+    _need(args, 1, "'description' expects a text")
+    ctx.set("ring_description", " ".join(args))
+
+
+def _ring_format(ctx: Context, args: Sequence[str]) -> None:
+    """``format <format>``: key ``ring_format`` (the framing of the ring's messages; its
+    default is ``raw``)."""
+    from splicer.log.syslog import FORMATS
+
+    _need(args, 1, "'format' expects a log format")
+    _no_extra("format", args, 1)
+    if args[0] not in FORMATS:
+        raise ArgError(f"'format': unknown format '{args[0]}' (supported: {', '.join(FORMATS)})"
+                       + did_you_mean(args[0], FORMATS))
+    ctx.set("ring_format", args[0])
+
+
+def _ring_maxlen(ctx: Context, args: Sequence[str]) -> None:
+    """``maxlen <length>``: key ``ring_maxlen``, most bytes of a message, its header
+    included (80..65535, as a `log` line's `len`)."""
+    _need(args, 1, "'maxlen' expects a length in bytes")
+    _no_extra("maxlen", args, 1)
+    ctx.set("ring_maxlen", parse_int(args[0], "maxlen", 80, 65535))
+
+
+def _ring_size(ctx: Context, args: Sequence[str]) -> None:
+    """``size <size>``: key ``ring_size``, bytes queued while the server takes nothing
+    (haproxy's default BUFSIZE, 16384; at least 1024)."""
+    _need(args, 1, "'size' expects a size in bytes")
+    _no_extra("size", args, 1)
+    try:
+        size = parse_size(args[0])
+    except ValueError as exc:
+        raise ArgError(f"'size': {exc}") from None
+    if not 1024 <= size <= 1 << 30:
+        raise ArgError(f"'size': {size} bytes is out of range (1024 to 1g)")
+    ctx.set("ring_size", size)
+
+
+def _ring_timeout(ctx: Context, args: Sequence[str]) -> None:
+    """``timeout connect|server <time>``: keys ``ring_timeout.connect`` / ``ring_timeout.server``
+    (seconds: the wait for the server's connection, and for queued data to move)."""
+    _need(args, 2, "'timeout' expects 'connect' or 'server' and a time")
+    if args[0] not in ("connect", "server"):
+        raise ArgError(f"unknown timeout '{args[0]}' in {ctx.where} (a ring has 'connect' and 'server')"
+                       + did_you_mean(args[0], ("connect", "server")))
+    _no_extra(f"timeout {args[0]}", args, 2)
+    try:
+        value = parse_time(args[1])
+    except ValueError as exc:
+        raise ArgError(f"'timeout {args[0]}': {exc}") from None
+    if value <= 0:
+        raise ArgError(f"'timeout {args[0]}' must be more than 0")
+    ctx.set(f"ring_timeout.{args[0]}", value)
+
+
+def _ring_server(ctx: Context, args: Sequence[str]) -> None:
+    """``server <name> <address> [log-proto legacy|octet-count]``: key ``ring_server``, a
+    LogTarget of kind "tcp" (``<host>:<port>``, ``tcp@``, ``tcp4@``, ``tcp6@``) or "uxst"
+    (``unix@<path>``, ``uxst@<path>`` or an absolute path: a unix stream socket), named
+    ``<name>``. ``log-proto``: RFC 6587 framing, ``legacy`` (each message ends with a line
+    feed, the default) or ``octet-count`` (each starts with its length)."""
+    _need(args, 2, "'server' expects a name and an address")
+    name, text = args[0], args[1]
+    if not valid_name(name):
+        raise ArgError(f"character '{bad_name_char(name)}' is not permitted in server name '{name}'")
+    what = f"server '{name}'"
+    if text.startswith(("unix@", "uxst@")):
+        text = text[5:]
+    if text.startswith("/"):
+        target = LogTarget("uxst", text, path=text)
+    else:
+        family = ""
+        if text.startswith(("tcp@", "tcp4@", "tcp6@")):
+            family, text = text.split("@", 1)
+            family = "" if family == "tcp" else family
+        elif "@" in text:
+            raise ArgError(f"{what}: address prefix '{text.split('@')[0]}@' is not supported in a ring "
+                           "(tcp@, tcp4@, tcp6@, unix@ or uxst@)")
+        host, port_text = split_host_port(text, what)
+        if not host or not port_text:
+            raise ArgError(f"{what}: '{text}' expects <host>:<port>")
+        target = LogTarget("tcp", args[1], host=host, port=parse_port(port_text, what), family=family)
+    rest = list(args[2:])
+    octets = False
+    while rest:
+        word = rest.pop(0)
+        if word != "log-proto":
+            raise ArgError(f"{what}: '{word}' is not supported on a ring's server (only 'log-proto')")
+        if not rest or rest[0] not in ("legacy", "octet-count"):
+            raise ArgError(f"{what}: 'log-proto' expects 'legacy' or 'octet-count'")
+        octets = rest.pop(0) == "octet-count"
+    ctx.set("ring_server", (name, replace(target, octet_count=octets, file=ctx.file, line=ctx.line)))
+
+
+def _ring_unsupported(word: str, why: str) -> ParseFn:
+    def parse(ctx: Context, args: Sequence[str]) -> None:
+        raise ArgError(f"'{word}' is not supported in a ring ({why})")
+    return parse
+
+
 HTTPCHK_METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # a token (RFC 9110 section 9.1)
 HTTPCHK_FIELD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t -~]*\Z")
 
@@ -1638,6 +1764,15 @@ KEYWORDS: tuple[Keyword, ...] = (
     # userlist
     _kw("user", USERLIST, _userlist_line("user"), "user (userlist)"),
     _kw("group", USERLIST, _userlist_line("group"), "group (userlist)"),
+    # ring
+    _kw("description", RING, _ring_description, "ring"),
+    _kw("format", RING, _ring_format, "ring"),
+    _kw("maxlen", RING, _ring_maxlen, "ring"),
+    _kw("size", RING, _ring_size, "ring"),
+    _kw("timeout", RING, _ring_timeout, "ring"),
+    _kw("server", RING, _ring_server, "ring"),
+    _kw("backing-file", RING, _ring_unsupported("backing-file", "splicer keeps no ring in memory or in a file: "
+                                                "it forwards to its server"), "ring"),
 )
 """Every top-level keyword. A name may appear twice with disjoint sections (``maxconn``)."""
 

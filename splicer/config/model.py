@@ -55,8 +55,11 @@ class LogTarget:
     Attributes:
         kind: "fd" (a file descriptor: `stdout`, `stderr`, `fd@<n>`), "file" (splicer's
             `file@<path>`: a file opened for appending), "udp" (`<host>[:<port>]`,
-            `udp@<host>:<port>`; port 514 by default) or "unix" (an absolute path: a unix
-            datagram socket, as haproxy's `/dev/log`).
+            `udp@<host>:<port>`; port 514 by default), "unix" (an absolute path: a unix
+            datagram socket, as haproxy's `/dev/log`), "tcp" (`tcp@<host>:<port>`,
+            `tcp4@`, `tcp6@`: syslog over TCP) or "uxst" (`uxst@<path>`: a unix stream
+            socket); "ring" (`ring@<name>`) until resolve.py replaces it with its ring
+            section's server (a "tcp" or "uxst" target).
         address: the target as written (for messages and the stats' per-target counters).
         host / port: the UDP address; path: the unix socket or file path; fd: the descriptor.
         maxlen: `len`: most bytes of a message (80..65535; haproxy's default 1024).
@@ -66,6 +69,14 @@ class LogTarget:
         facility: the syslog facility number (kern 0 ... local7 23).
         level: the least important severity sent (emerg 0 ... debug 7; default 7: all).
         minlevel: more severe messages are sent at this level (default 0: unchanged).
+        family: "tcp4" or "tcp6" when the address must be of that family ("": either).
+        ring: the ring section's name (`ring@<name>`; "" for an implicit ring).
+        ring_size: bytes a stream target queues while its socket takes nothing (haproxy's
+            ring `size`; an implicit ring's is BUFSIZE, 16384).
+        octet_count: messages are framed with their length (RFC 6587 3.4.1, haproxy's
+            `log-proto octet-count`), not ended with a line feed (`legacy`, the default).
+        timeout_connect / timeout_server: seconds a stream target waits for its connection,
+            and for its queued data to move (an implicit ring's: 1 s and 5 s).
     """
 
     kind: str
@@ -82,6 +93,12 @@ class LogTarget:
     minlevel: int = 0
     file: str = ""
     line: int = 0
+    family: str = ""
+    ring: str = ""
+    ring_size: int = 16384
+    octet_count: bool = False
+    timeout_connect: float = 1.0
+    timeout_server: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -446,6 +463,34 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class Ring:
+    """A `ring` section (haproxy configuration.txt 12.5): a log buffer and the syslog
+    servers it forwards to over TCP or unix stream sockets; `log ring@<name>` sends there.
+
+    Attributes:
+        name: the section's name; description: its `description` ("": the name).
+        format: the framing of its messages (`format`; haproxy's default for a ring: raw).
+        maxlen: `maxlen`, most bytes of a message with its header (0: the `log` line's `len`).
+        size: bytes queued per server while it takes nothing (`size`; default 16384).
+        timeout_connect / timeout_server: seconds (`timeout connect` / `timeout server`;
+            default 1 and 5).
+        servers: (name, LogTarget of kind "tcp" or "uxst") per `server` line, in order;
+            each gets a copy of every message (haproxy: the ring's contents go to all).
+    """
+
+    name: str
+    description: str = ""
+    format: str = "raw"
+    maxlen: int = 0
+    size: int = 16384
+    timeout_connect: float = 1.0
+    timeout_server: float = 5.0
+    servers: tuple = ()
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole, resolved configuration.
 
@@ -456,6 +501,8 @@ class Config:
         backends: backends by name (listen sections included).
         warnings: "file:line: text" strings for things accepted but ignored.
         userlists: the `userlist` sections by name (http.userlist.Userlist).
+        rings: the `ring` sections by name (Ring; the `log ring@<name>` lines are already
+            turned into their servers' targets).
     """
 
     path: str
@@ -464,3 +511,4 @@ class Config:
     backends: dict[str, Backend]
     warnings: tuple[str, ...] = ()
     userlists: dict = field(default_factory=dict)
+    rings: dict = field(default_factory=dict)

@@ -7,7 +7,7 @@ ERR_ALERT, and raised together as ConfigErrors at the end. Checks that need more
 statement (defaults inheritance, references between sections, duplicates) are resolve.py's.
 
 Theory of operation: a line whose first word is a section keyword (``global``, ``defaults``,
-``frontend``, ``backend``, ``listen``, ``userlist``) opens a section that lasts until the next one. Each
+``frontend``, ``backend``, ``listen``, ``userlist``, ``ring``) opens a section that lasts until the next one. Each
 ``frontend``/``backend``/``listen`` section remembers the ``defaults`` section in force where it
 starts (None before the first one); a later ``defaults`` section replaces it for the sections
 that follow. Other lines are ``[no] keyword args...`` statements of the current section. After
@@ -59,7 +59,7 @@ class RawSection:
     """One section as written, before inheritance.
 
     Attributes:
-        kind: "global", "defaults", "frontend", "listen", "backend" or "userlist".
+        kind: "global", "defaults", "frontend", "listen", "backend", "userlist" or "ring".
         name: its name ("" for global and an unnamed defaults section).
         file: configuration file path.
         line: line of the section keyword.
@@ -202,7 +202,7 @@ class _State:
         section = RawSection(kind, name, self.path, line)
         if kind == "defaults":
             self.defaults = section
-        elif kind not in ("global", "userlist"):
+        elif kind not in ("global", "userlist", "ring"):
             section.defaults = self.defaults
         self.sections.append(section)
         self.current = section

@@ -59,6 +59,8 @@ from splicer.config.model import (
     Config,
     Frontend,
     Global,
+    LogTarget,
+    Ring,
     Server,
     Timeouts,
 )
@@ -132,9 +134,12 @@ def resolve(raw: RawConfig) -> Config:
             error(line, msg)
         userlists[section.name] = ul
 
-    global_logs = _global(raw).logs
+    rings = _rings(raw, error)
+    global_ = _global(raw)
+    global_ = replace(global_, logs=_ring_logs(global_.logs, rings, error))
+    global_logs = global_.logs
     for section in raw.sections:
-        if section.kind in ("global", "defaults", "userlist"):
+        if section.kind in ("global", "defaults", "userlist", "ring"):
             continue
         settings = _effective(section)
         where = describe_section(section.kind, section.name)
@@ -158,7 +163,8 @@ def resolve(raw: RawConfig) -> Config:
             else:
                 link = next((e for e in section.entries if e.key == "default_backend"), None)
             frontend = _frontend(section, settings, link, bound)
-            frontend = replace(frontend, **_log_fields(section, settings, global_logs, mode, where, warnings))
+            frontend = replace(frontend, **_log_fields(section, settings, global_logs, rings, error, mode, where,
+                                                           warnings))
             if not frontend.binds:
                 error(section.line, f"{where} has no 'bind' line")
             if link is None and section.kind == "frontend" and not (frontend.use_backend and mode == "http"):
@@ -170,7 +176,7 @@ def resolve(raw: RawConfig) -> Config:
         if section.kind in ("backend", "listen"):
             claim(be_names, section)
             backend = _backend(section, settings, bound)
-            backend = replace(backend, logs=_logs(section, global_logs),
+            backend = replace(backend, logs=_ring_logs(_logs(section, global_logs), rings, error),
                               log_health_checks=bool(_value(settings, "log_health_checks", False)))
             if backend.mode == "tcp" and backend.balance in _L7_HASHES:
                 entry = settings["balance"]
@@ -249,11 +255,12 @@ def resolve(raw: RawConfig) -> Config:
         raise ConfigErrors(sorted(errors, key=lambda e: e.line))
     return Config(
         path=raw.path,
-        global_=_global(raw),
+        global_=global_,
         frontends=tuple(frontend for frontend, _, _ in frontends),
         backends=backends,
         warnings=tuple(warnings),
         userlists=userlists,
+        rings=rings,
     )
 
 
@@ -293,6 +300,69 @@ def _tarpit(settings: dict[str, Entry]) -> float:
     return 0.0
 
 
+def _rings(raw: RawConfig, error) -> dict[str, Ring]:
+    """The `ring` sections by name (haproxy 12.5), each one's lines put together (the last
+    of a repeated setting wins; `server` lines add up). A name used twice, a server name
+    used twice in one ring, a `maxlen` above `size` are errors."""
+    rings: dict[str, Ring] = {}
+    for section in raw.sections:
+        if section.kind != "ring":
+            continue
+        first = rings.get(section.name)
+        if first is not None:
+            error(section.line, f"ring '{section.name}' has the same name as the ring declared at "
+                                f"{first.file}:{first.line}")
+            continue
+        values: dict = {}
+        servers: list = []
+        for entry in section.entries:
+            if entry.key == "ring_server":
+                name, target = entry.value  # type: ignore[misc]
+                if any(n == name for n, _ in servers):
+                    error(entry.line, f"ring '{section.name}': server '{name}' is declared twice")
+                    continue
+                servers.append((name, target))
+            else:
+                values[entry.key] = entry.value
+        ring = Ring(section.name, values.get("ring_description", ""), values.get("ring_format", "raw"),
+                    values.get("ring_maxlen", 0), values.get("ring_size", 16384),
+                    values.get("ring_timeout.connect", 1.0), values.get("ring_timeout.server", 5.0),
+                    tuple(servers), section.file, section.line)
+        if ring.maxlen > ring.size:
+            error(section.line, f"ring '{section.name}': maxlen {ring.maxlen} is more than its size {ring.size}")
+        rings[section.name] = ring
+    return rings
+
+
+def _ring_logs(logs: tuple, rings: dict[str, Ring], error) -> tuple:
+    """`logs` with each `log ring@<name>` target replaced by one target per server of that
+    ring (its framing, size and timeouts; the ring's format; the `log` line's facility,
+    levels and `len`, cut to the ring's maxlen). An unknown ring, or one without a server
+    (haproxy keeps such a ring in memory for `show events`; splicer keeps none), is an
+    error at the `log` line."""
+    out: list = []
+    for t in logs:
+        if not isinstance(t, LogTarget) or t.kind != "ring":
+            out.append(t)
+            continue
+        ring = rings.get(t.ring)
+        if ring is None:
+            error(t.line, f"log '{t.address}': no ring section named '{t.ring}'")
+            continue
+        if not ring.servers:
+            error(t.line, f"log '{t.address}': ring '{t.ring}' has no server (splicer keeps no ring in "
+                          "memory: a ring forwards to its servers)")
+            continue
+        maxlen = min(t.maxlen, ring.maxlen) if ring.maxlen else t.maxlen
+        for _, server in ring.servers:
+            out.append(replace(server, address=f"{t.address}/{server.address}", format=ring.format,
+                               maxlen=maxlen, explicit_len=True, facility=t.facility, level=t.level,
+                               minlevel=t.minlevel, ring=ring.name, ring_size=ring.size,
+                               timeout_connect=ring.timeout_connect, timeout_server=ring.timeout_server,
+                               file=t.file, line=t.line))
+    return tuple(out)
+
+
 def _logs(section: RawSection, global_logs: tuple) -> tuple:
     """The section's log targets: its defaults section's `log` lines, then its own, in
     order; `log global` adds the global section's, `no log` empties the list (haproxy)."""
@@ -310,7 +380,8 @@ def _logs(section: RawSection, global_logs: tuple) -> tuple:
     return tuple(logs)
 
 
-def _log_fields(section: RawSection, settings: dict[str, Entry], global_logs: tuple, mode: object,
+def _log_fields(section: RawSection, settings: dict[str, Entry], global_logs: tuple, rings: dict, error,
+                mode: object,
                 where: str, warnings: list) -> dict:
     """A Frontend's logging fields: targets, format, dontlognull and captures. The last of
     `option httplog`, `option tcplog` and `log-format` wins (each sets the format); with
@@ -326,7 +397,7 @@ def _log_fields(section: RawSection, settings: dict[str, Entry], global_logs: tu
             warnings.append(f"{entry.file}:{entry.line}: {where}: 'option httplog' needs mode http; "
                             "using 'option tcplog'")
             fmt = TCPLOG
-    return {"logs": _logs(section, global_logs), "log_format": fmt,
+    return {"logs": _ring_logs(_logs(section, global_logs), rings, error), "log_format": fmt,
             "dontlognull": bool(_value(settings, "dontlognull", False)),
             "capture_request": tuple(e.value for e in section.entries if e.key == "capture_request"),
             "capture_response": tuple(e.value for e in section.entries if e.key == "capture_response")}

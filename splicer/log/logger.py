@@ -54,10 +54,11 @@ class LogHub:
 
     def target(self, model: LogTarget) -> Target | None:
         """The opened Target for `model` (None when it cannot be opened: logged once)."""
-        key = (model.kind, model.host, model.port, model.path, model.fd)
+        key = (model.kind, model.host, model.port, model.path, model.fd, model.family, model.ring,
+               model.octet_count)
         if key not in self.targets:
             try:
-                self.targets[key] = open_target(model)
+                self.targets[key] = open_target(model, self.loop)
             except OSError as exc:
                 log.error("log target %s cannot be opened: %s", model.address, exc)
                 self.targets[key] = None
@@ -214,7 +215,7 @@ class Logger:
                     log.exception("log-format failed on a record")
         now = time.time()
         for target, framer in self.sinks:
-            if target.joins and not framer.maxlen:
+            if target.joins and framer.fits(INFO, lines, now):  # (no line to cut: one encode)
                 target.send_joined(framer.join(INFO, lines, now), len(lines))
             else:
                 target.send(framer.frames(INFO, lines, now))

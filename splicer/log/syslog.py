@@ -116,6 +116,14 @@ class Framer:
         head = self._head(level, now)
         return (head + ("\n" + head).join(messages) + "\n").encode("ascii", "replace")
 
+    def fits(self, level: int, messages: list[str], now: float) -> bool:
+        """Whether every message, framed, is at most maxlen bytes (so join() gives exactly
+        the frames() bytes even with a `len`): one max() over the lengths (the messages
+        are ASCII: the renderer escaped everything else)."""
+        if not self.maxlen:
+            return True
+        return not messages or max(map(len, messages)) + len(self._head(level, now)) + 1 <= self.maxlen
+
     def frame(self, level: int, message: str, now: float) -> bytes:
         """One message as sent: header, message, "\\n", cut to maxlen bytes (the "\\n" kept).
 

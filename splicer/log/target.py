@@ -9,6 +9,16 @@ Theory of operation. A Target gets the messages of one batch at once (send()):
   - DatagramTarget (UDP syslog, unix datagram sockets): one send() per message on a
     connected socket; a unix socket that is not there (yet, or any more) is looked for
     again at the next batch, at most once a second.
+  - SocketTarget (syslog over TCP, `tcp@host:port`, or a unix stream socket, `uxst@/path`:
+    haproxy's implicit ring with one forwarding server; or a `ring` section's server): the
+    batch joined and queued in a buffer of at most `size` bytes, written as the socket
+    takes it (the loop's writer callback writes the rest); a batch that does not fit is
+    dropped whole. Messages end with "\n" (RFC 6587 3.4.2 non-transparent framing,
+    haproxy's `log-proto legacy`) or start with their length and a space (RFC 6587 3.4.1
+    octet counting, `log-proto octet-count`). The connection is made without waiting
+    (`timeout connect`, 1 s by default); a server that takes nothing for `timeout server`
+    (5 s) or closes is dropped, and connected again at most once a second, what was queued
+    kept: a message cut by a lost connection is sent again whole on the next one.
   - StreamTarget (stdout, stderr, fd@<n>, splicer's file@<path>): the batch joined and
     written with one write(); what a short write leaves is dropped. A descriptor is opened
     again through /proc/self/fd, so that its own description is non-blocking (a full pipe
@@ -19,11 +29,13 @@ Theory of operation. A Target gets the messages of one batch at once (send()):
 """
 from __future__ import annotations
 
+import errno
 import os
 import select
 import socket
 import stat
 import time
+from collections import deque
 
 from splicer.config.model import LogTarget
 
@@ -190,8 +202,245 @@ class StreamTarget(Target):
             self._own = False
 
 
-def open_target(model: LogTarget) -> Target:
-    """The Target for a `log` line's target (raises OSError when a file cannot be opened)."""
+class SocketTarget(Target):
+    """Syslog over a stream socket: TCP (`tcp@`, `tcp4@`, `tcp6@`) or a unix stream socket
+    (`uxst@`), directly or as a `ring` section's server (see the module's docstring).
+
+    Args:
+        model: the `log` line's target (kind "tcp" or "uxst"; its `ring`: size in bytes,
+            octet counting or not, connect and server timeouts in seconds).
+        loop: the worker's event loop (the socket's reader and writer callbacks).
+
+    Attributes:
+        connects: connections made so far; queued: bytes waiting to be written.
+    """
+
+    def __init__(self, model: LogTarget, loop) -> None:
+        super().__init__(model.address)
+        self.model = model
+        self.loop = loop
+        self.size = model.ring_size
+        self.octets = model.octet_count
+        self.joins = not self.octets  # legacy framing: a batch is the framer's joined lines
+        self.sock: socket.socket | None = None
+        self.connected = False
+        self.connects = 0
+        self._chunks: deque = deque()  # [data, messages in it], in order
+        self._off = 0  # bytes of the first chunk already written
+        self.queued = 0
+        self._next_try = 0.0
+        self._timer = None  # the connect timeout, or the server timeout while data waits
+        self._writing = False
+        self._connect()
+
+    # -- queueing -------------------------------------------------------------------------
+
+    def send(self, frames: list[bytes]) -> None:
+        if self.octets:  # RFC 6587 3.4.1: MSG-LEN SP SYSLOG-MSG (the "\n" is not part of it)
+            data = b"".join([b"%d %s" % (len(f) - 1, f[:-1]) for f in frames])
+        else:
+            data = b"".join(frames)
+        self.send_joined(data, len(frames))
+
+    def send_joined(self, data: bytes, count: int) -> None:
+        """Queue `count` framed messages joined in `data` (dropped whole when the buffer
+        cannot take them), and write what the socket takes now."""
+        if self.queued + len(data) > self.size:
+            self.dropped += count
+            return
+        self._chunks.append([data, count])
+        self.queued += len(data)
+        if self.connected:
+            if not self._writing:
+                self._flush()
+        elif self.sock is None and time.monotonic() >= self._next_try:
+            self._connect()
+
+    def _flush(self) -> None:
+        """Write queued chunks until the socket takes no more (also the writer callback);
+        while data waits, the writer callback is on and `timeout server` runs from the
+        last write that moved something."""
+        sock = self.sock
+        moved = False
+        while self._chunks:
+            chunk = self._chunks[0]
+            data = chunk[0]
+            try:
+                n = sock.send(memoryview(data)[self._off:] if self._off else data)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self._lost()
+                return
+            moved = True
+            self._off += n
+            self.queued -= n
+            if self._off < len(data):
+                break
+            self._chunks.popleft()
+            self.sent += chunk[1]
+            self._off = 0
+        if self._chunks:
+            if not self._writing:
+                self._writing = True
+                self.loop.add_writer(sock.fileno(), self._flush)
+                self._arm(self.model.timeout_server, self._stalled)
+            elif moved:
+                self._arm(self.model.timeout_server, self._stalled)
+        elif self._writing:
+            self._writing = False
+            self.loop.remove_writer(sock.fileno())
+            self._cancel()
+
+    # -- the connection -------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        m = self.model
+        self._next_try = time.monotonic() + RETRY_CONNECT
+        try:
+            if m.kind == "uxst":
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                addr: object = m.path
+            else:
+                family = {"tcp4": socket.AF_INET, "tcp6": socket.AF_INET6}.get(m.family, 0)
+                info = socket.getaddrinfo(m.host, m.port, family, socket.SOCK_STREAM)[0]
+                sock = socket.socket(info[0], socket.SOCK_STREAM)
+                addr = info[4]
+        except OSError:
+            self._arm(RETRY_CONNECT, self._retry)
+            return
+        sock.setblocking(False)
+        err = sock.connect_ex(addr)
+        if err not in (0, errno.EINPROGRESS, errno.EAGAIN):  # a unix socket not there, refused at once
+            sock.close()
+            self._arm(RETRY_CONNECT, self._retry)
+            return
+        self.sock = sock
+        if err == 0:
+            self._up()
+            return
+        self.loop.add_writer(sock.fileno(), self._connected)
+        self._arm(m.timeout_connect, self._lost)
+
+    def _connected(self) -> None:
+        sock = self.sock
+        self.loop.remove_writer(sock.fileno())
+        self._cancel()
+        if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            self._lost()
+            return
+        self._up()
+
+    def _up(self) -> None:
+        self.connected = True
+        self.connects += 1
+        if self.model.kind != "uxst":
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # whole batches: never held back
+        self.loop.add_reader(self.sock.fileno(), self._readable)
+        self._flush()
+
+    def _readable(self) -> None:
+        """The server never speaks: what it sends is read and ignored; its end is ours."""
+        try:
+            data = self.sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._lost()
+
+    def _stalled(self) -> None:
+        """`timeout server`: the queued data did not move; the connection is given up."""
+        self._timer = None
+        self._lost()
+
+    def _lost(self) -> None:
+        """The connection failed, closed or stalled: close it, keep what is queued (a
+        message cut short is sent whole on the next connection), try again later."""
+        self._cancel()
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            if self._writing or not self.connected:
+                self.loop.remove_writer(sock.fileno())
+            if self.connected:
+                self.loop.remove_reader(sock.fileno())
+            sock.close()
+        self.connected = self._writing = False
+        if self._off:  # back to the start of the message the connection cut
+            chunk = self._chunks[0]
+            start = _message_start(chunk[0], self._off, self.octets)
+            done = _messages(chunk[0], start, self.octets)
+            chunk[0] = chunk[0][start:]
+            chunk[1] -= done
+            self.sent += done
+            self.queued += self._off - start
+            self._off = 0
+        self._next_try = time.monotonic() + RETRY_CONNECT
+        self._arm(RETRY_CONNECT, self._retry)
+
+    def _retry(self) -> None:
+        self._timer = None
+        if self.sock is None and self._chunks:
+            self._connect()
+
+    def _arm(self, delay: float, fn) -> None:
+        self._cancel()
+        self._timer = self.loop.call_later(delay, fn)
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def close(self) -> None:
+        """Write what the socket takes now (never waiting), then close."""
+        if self.connected and self._chunks:
+            self._flush()
+        self._cancel()
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            if self._writing or not self.connected:
+                self.loop.remove_writer(sock.fileno())
+            if self.connected:
+                self.loop.remove_reader(sock.fileno())
+            sock.close()
+        self.dropped += sum(c[1] for c in self._chunks)
+        self._chunks.clear()
+        self.connected = self._writing = False
+
+
+def _message_start(data: bytes, off: int, octets: bool) -> int:
+    """The offset in `data` (framed messages) where the message holding byte `off` starts."""
+    if not octets:
+        return data.rfind(b"\n", 0, off) + 1
+    pos = 0
+    while True:
+        sp = data.index(b" ", pos)
+        end = sp + 1 + int(data[pos:sp])
+        if end > off:
+            return pos
+        pos = end
+
+
+def _messages(data: bytes, end: int, octets: bool) -> int:
+    """How many whole framed messages data[:end] holds (`end` is a message's start)."""
+    if not octets:
+        return data.count(b"\n", 0, end)
+    n = pos = 0
+    while pos < end:
+        sp = data.index(b" ", pos)
+        pos = sp + 1 + int(data[pos:sp])
+        n += 1
+    return n
+
+
+def open_target(model: LogTarget, loop=None) -> Target:
+    """The Target for a `log` line's target (raises OSError when a file cannot be opened).
+    `loop`: the worker's event loop, which a stream socket target (tcp@, uxst@, a ring's
+    server) writes from."""
     if model.kind in ("fd", "file"):
         return StreamTarget(model)
+    if model.kind in ("tcp", "uxst"):
+        return SocketTarget(model, loop)
     return DatagramTarget(model)

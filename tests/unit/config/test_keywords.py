@@ -31,7 +31,7 @@ def test_lookup_depends_on_the_section():
 def test_allowed_sections_is_the_union_over_registrations():
     assert allowed_sections("maxconn") == {"global", "defaults", "frontend", "listen"}
     assert allowed_sections("bind") == {"frontend", "listen"}
-    assert allowed_sections("server") == {"listen", "backend"}
+    assert allowed_sections("server") == {"listen", "backend", "ring"}  # a ring forwards to its servers
     assert allowed_sections("nope") == frozenset()
 
 

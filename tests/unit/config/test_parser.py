@@ -214,9 +214,9 @@ def test_other_haproxy_modes_are_refused(mode):
     ("global", "bind :80",
      "'bind' is not allowed in global section (allowed in: frontend, listen)"),
     ("frontend www", "server s1 1.2.3.4:80",
-     "'server' is not allowed in frontend 'www' (allowed in: listen, backend)"),
+     "'server' is not allowed in frontend 'www' (allowed in: listen, backend, ring)"),
     ("defaults", "server s1 1.2.3.4:80",
-     "'server' is not allowed in defaults section (allowed in: listen, backend)"),
+     "'server' is not allowed in defaults section (allowed in: listen, backend, ring)"),
     ("backend web", "default_backend x",
      ("'default_backend' is not allowed in backend 'web' (allowed in: defaults, frontend, "
      "listen)")),
@@ -238,7 +238,7 @@ def test_other_haproxy_modes_are_refused(mode):
      "backend)")),
     ("global", "timeout client 1s",
      ("'timeout' is not allowed in global section (allowed in: defaults, frontend, listen, "
-     "backend)")),
+     "backend, ring)")),
     ("frontend www", "option redispatch",
      ("'option redispatch' is not allowed in frontend 'www' (allowed in: defaults, listen, "
      "backend)")),

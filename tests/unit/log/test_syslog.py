@@ -62,3 +62,17 @@ def test_frames_is_frame_of_each_with_the_cut():
     lines = ["short", "y" * 300]
     assert f.frames(INFO, lines, NOW) == [f.frame(INFO, x, NOW) for x in lines]
     assert len(f.frames(INFO, lines, NOW)[1]) == 80
+
+
+@pytest.mark.parametrize("fmt", ["local", "rfc5424", "raw"])
+def test_fits_says_when_join_gives_the_frames_with_a_len(fmt):
+    f = Framer(fmt, 16, pid=1, host="h", maxlen=120)
+    head = len(f.frame(INFO, "", NOW)) - 1
+    for n in (0, 1, 118 - head, 119 - head, 120 - head, 200):
+        lines = ["a", "x" * n]
+        if f.fits(INFO, lines, NOW):
+            assert f.join(INFO, lines, NOW) == b"".join(f.frames(INFO, lines, NOW))
+        else:  # some line is cut by len: only frames() cuts it
+            assert n + head + 1 > 120
+    assert f.fits(INFO, ["x" * (119 - head)], NOW) and not f.fits(INFO, ["x" * (120 - head)], NOW)
+    assert f.fits(INFO, [], NOW) and Framer(fmt, 16, maxlen=0).fits(INFO, ["x" * 5000], NOW)
