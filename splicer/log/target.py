@@ -11,9 +11,10 @@ Theory of operation. A Target gets the messages of one batch at once (send()):
     again at the next batch, at most once a second.
   - SocketTarget (syslog over TCP, `tcp@host:port`, or a unix stream socket, `uxst@/path`:
     haproxy's implicit ring with one forwarding server; or a `ring` section's server): the
-    batch joined and queued in a buffer of at most `size` bytes, written as the socket
-    takes it (the loop's writer callback writes the rest); a batch that does not fit is
-    dropped whole. Messages end with "\n" (RFC 6587 3.4.2 non-transparent framing,
+    batch joined and written at once when nothing waits; what the socket does not take
+    waits (the rest of a batch it took in part always, so that no message is cut; later
+    batches in a buffer of at most `size` bytes, a batch that does not fit dropped whole)
+    and the loop's writer callback writes it. Messages end with "\n" (RFC 6587 3.4.2 non-transparent framing,
     haproxy's `log-proto legacy`) or start with their length and a space (RFC 6587 3.4.1
     octet counting, `log-proto octet-count`). The connection is made without waiting
     (`timeout connect`, 1 s by default); a server that takes nothing for `timeout server`
@@ -243,8 +244,26 @@ class SocketTarget(Target):
         self.send_joined(data, len(frames))
 
     def send_joined(self, data: bytes, count: int) -> None:
-        """Queue `count` framed messages joined in `data` (dropped whole when the buffer
-        cannot take them), and write what the socket takes now."""
+        """Write `count` framed messages joined in `data`: at once when nothing waits (what
+        the socket does not take is queued, a cut message is always finished), else queued
+        behind what waits, or dropped whole when the buffer cannot take them."""
+        if self.connected and not self._chunks:
+            try:
+                n = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError:
+                n = -1
+            if n == len(data):
+                self.sent += count
+                return
+            if n >= 0:
+                self._chunks.append([data, count])
+                self._off = n
+                self.queued += len(data) - n
+                self._flush()  # (the writer callback takes over)
+                return
+            self._lost()
         if self.queued + len(data) > self.size:
             self.dropped += count
             return
