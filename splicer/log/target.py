@@ -377,14 +377,7 @@ class SocketTarget(Target):
     def _lost(self) -> None:
         """The connection failed, closed or stalled: close it, keep what is queued (a
         message cut short is sent whole on the next connection), try again later."""
-        self._cancel()
-        sock, self.sock = self.sock, None
-        if sock is not None:
-            if self._writing or not self.connected:
-                self.loop.remove_writer(sock.fileno())
-            if self.connected:
-                self.loop.remove_reader(sock.fileno())
-            sock.close()
+        self._drop_socket()
         self.connected = self._writing = False
         if self._off:  # back to the start of the message the connection cut
             chunk = self._chunks[0]
@@ -397,6 +390,17 @@ class SocketTarget(Target):
             self._off = 0
         self._next_try = time.monotonic() + RETRY_CONNECT
         self._arm(RETRY_CONNECT, self._retry)
+
+    def _drop_socket(self) -> None:
+        """Stop the timer and the loop's callbacks on the socket, and close it."""
+        self._cancel()
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            if self._writing or not self.connected:
+                self.loop.remove_writer(sock.fileno())
+            if self.connected:
+                self.loop.remove_reader(sock.fileno())
+            sock.close()
 
     def _retry(self) -> None:
         self._timer = None
@@ -416,14 +420,7 @@ class SocketTarget(Target):
         """Write what the socket takes now (never waiting), then close."""
         if self.connected and self._chunks:
             self._flush()
-        self._cancel()
-        sock, self.sock = self.sock, None
-        if sock is not None:
-            if self._writing or not self.connected:
-                self.loop.remove_writer(sock.fileno())
-            if self.connected:
-                self.loop.remove_reader(sock.fileno())
-            sock.close()
+        self._drop_socket()
         self.dropped += sum(c[1] for c in self._chunks)
         self._chunks.clear()
         self.connected = self._writing = False
