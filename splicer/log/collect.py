@@ -3,8 +3,9 @@ log: the LogRecord (record.py) read from the runtime objects, once, when it ends
 
 Rule: this is the only module of splicer/log that reads runtime objects (Stream,
 HttpSession, FrontendRT, Backend); it takes what the format needs and makes the record,
-doing no formatting, except httplog_line, the fast path of `option httplog` (the line made
-in one pass, without a record, because it runs once per request). The timers follow haproxy 8.4, measured on the loop's clock:
+doing no formatting, except httplog_fields, the fast path of `option httplog` (the line's
+values read in one pass, without a record, because it runs once per request; the Logger
+renders a batch of them at once). The timers follow haproxy 8.4, measured on the loop's clock:
   - first request of a connection: Th = Ti = 0 and TR runs from the accept to the end of
     the request head (splicer reads a head whole, in the engine: the first byte's time is
     not seen apart); a later request on the connection: Ti runs from the end of the
@@ -17,7 +18,6 @@ in one pass, without a record, because it runs once per request). The timers fol
 from __future__ import annotations
 
 from splicer.http.termination import NORMAL, Phase
-from splicer.log.format import NUM as _NUM
 from splicer.log.format import _date, _req
 from splicer.log.record import LogRecord
 
@@ -151,12 +151,23 @@ def stream_record(st, logger, now: float) -> LogRecord:
         up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
 
 
-def httplog_line(st, logger, now: float) -> str:
-    """The `option httplog` line (format.HTTPLOG, no capture) of the finished http Stream
-    `st`, at loop time `now`: the same text LogFormat(HTTPLOG).render makes of
-    stream_record's LogRecord, made in one pass without the record (the fast path of the
-    default format, called once per request; the one place this module formats, with
-    format.py's helpers: the memoised date and request line and the NUM int table)."""
+HTTPLOG_LINE = '%s [%s] %s %d/%d/%d/%d/%d %d %d - - %s %d/%d/%d/%d/%s%d 0/%d "%s"'
+"""format.HTTPLOG with no capture, as a %-template of the httplog_fields tuple."""
+
+HTTPLOG_FIELDS = HTTPLOG_LINE.count("%")
+"""Values in an httplog_fields tuple."""
+
+
+def httplog_fields(st, logger, now: float) -> tuple:
+    """The values of the `option httplog` line (format.HTTPLOG, no capture) of the finished
+    http Stream `st`, at loop time `now`, in HTTPLOG_LINE's order: HTTPLOG_LINE % fields is
+    the text LogFormat(HTTPLOG).render makes of stream_record's LogRecord. The fast path
+    of the default format (called once per request, it reads the stream in one pass and
+    formats nothing but the memoised date and request line: Logger renders a whole
+    batch's fields with one % of the template repeated). What stays the same from request
+    to request is remembered: the client's "ip:port" on its session
+    (HttpSession.log_peer), "frontend backend/server" in logger.names (by server); the
+    timers of a stream that reached its server are computed inline."""
     s = st.s
     t_head = st.t_head
     if st._first:
@@ -166,7 +177,17 @@ def httplog_line(st, logger, now: float) -> str:
         start = t_head
         TR = 0
     srv = st.server
-    Tw, Tc, Tr = _server_timers(st, t_head, now)
+    t_lease = st.t_lease
+    t_resp = st.t_resp
+    lease = st._last
+    if t_resp and t_lease and lease is not None:  # (the common case of _server_timers)
+        Tc = int(lease.connect * 1000.0 + 0.5)
+        Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
+        if Tw < 0:
+            Tw = 0
+        Tr = int((t_resp - t_lease) * 1000.0 + 0.5)
+    else:
+        Tw, Tc, Tr = _server_timers(st, t_head, now)
     be = st.be
     fe = st.fe
     active = be.balancer.active
@@ -174,21 +195,27 @@ def httplog_line(st, logger, now: float) -> str:
     raw = st.raw
     end = raw.find(b"\r\n")
     logger.count += 1
-    peer = s.peer
-    if type(peer) is tuple:
-        ci, cp = peer[0], _NUM[peer[1]]
-    else:
-        ci, cp = "unknown", "0"
+    peer = s.log_peer
+    if peer is None:
+        peer = s.peer
+        peer = s.log_peer = f"{peer[0]}:{peer[1]}" if type(peer) is tuple else "unknown:0"
     if srv is not None:
-        s_name, sc = srv.model.name, _NUM[active[srv.index]]
+        names = logger.names.get(srv)
+        if names is None:
+            names = logger.name_of(fe, be, srv)
+        sc = active[srv.index]
     else:
-        s_name, sc = NOSRV, "0"
-    return (f'{ci}:{cp} [{_date(start + logger.hub.offset)}] {fe.name} {be.name}/{s_name} '
-            f'{_NUM[TR]}/{_NUM[Tw]}/{_NUM[Tc]}/{_NUM[Tr]}/{_NUM[int((now - start) * 1000.0 + 0.5)]} '
-            f'{_NUM[st.status or -1]} {_NUM[st.head_out + st.down.moved]} - - '
-            f'{"----" if term is NORMAL else _term(term)[1]} {_NUM[fe.proxy.active]}/{_NUM[fe.active]}/'
-            f'{_NUM[sum(active)]}/{sc}/{"+" if st.redispatched else ""}{_NUM[st.retries]} 0/{_NUM[be.queued]} '
-            f'"{_req(raw[:end] if end > 0 else request_line(raw))}"')
+        names, sc = f"{fe.name} {be.name}/{NOSRV}", 0
+    return (peer, _date(start + logger.hub.offset), names, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
+            st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
+            fe.proxy.active, fe.active, sum(active), sc, "+" if st.redispatched else "", st.retries, be.queued,
+            _req(raw[:end] if end > 0 else request_line(raw)))
+
+
+def httplog_line(st, logger, now: float) -> str:
+    """The `option httplog` line of the finished http Stream `st` (HTTPLOG_LINE of its
+    httplog_fields), at loop time `now`."""
+    return HTTPLOG_LINE % httplog_fields(st, logger, now)
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,

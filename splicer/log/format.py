@@ -201,23 +201,6 @@ _NAMESPACE = {"_DASH": "-", "_PLUS": ("", "+"), "_path": _path, "_qs": _qs, "_ms
               "_HOST": _HOST, "_sd": escape_sd, "_json": json.dumps, "_quote": _quote}
 
 
-class _Numbers(dict):
-    """int -> its decimal text, remembered for -1..65535 (timers, statuses, counters and
-    ports repeat: a dict lookup costs less than formatting the int)."""
-
-    __slots__ = ()
-
-    def __missing__(self, n: int) -> str:
-        text = str(n)
-        if -2 < n < 65536:
-            self[n] = text
-        return text
-
-
-NUM = _Numbers((n, str(n)) for n in range(-1, 1024))
-"""NUM[n] is str(n) for any int n (collect.httplog_line's fields)."""
-
-
 class LogFormat:
     """A compiled log-format.
 
@@ -229,7 +212,7 @@ class LogFormat:
         text: the format; render: LogRecord -> str, the line (no "\\n", no syslog header).
         needs_dst: the format shows %fi / %fp (the record must carry them).
         httplog: the format is HTTPLOG with no capture: streams may be logged through
-            collect.httplog_line (the same line, rendered in one pass, no LogRecord).
+            collect.httplog_fields (the same line, its values read in one pass, no LogRecord).
 
     Raises:
         RuleError: an unknown alias, fetch or flag, or a `%` that starts nothing
@@ -238,7 +221,7 @@ class LogFormat:
 
     def __init__(self, text: str, captures: tuple[int, int] = (0, 0)) -> None:
         self.text = text
-        self.httplog = text == HTTPLOG and not any(captures)  # collect.httplog_line
+        self.httplog = text == HTTPLOG and not any(captures)  # collect.httplog_fields
         items = scan(text)
         pieces: list[tuple[str, str]] = []  # ("lit", text) or ("expr", python source)
         named: list[tuple[str, str, str]] = []  # json: (name, expression, kind)

@@ -2,8 +2,9 @@
 
 Rule: logging never blocks the worker and never delays a stream. A finished stream adds a
 frozen LogRecord (record.py) to a bounded queue (append only, no formatting), or, for
-`option httplog` without captures, its finished line (collect.httplog_line: one pass, no
-record); a timer FLUSH_DELAY later renders the batch's records (format.py), frames it for each target
+`option httplog` without captures, the values of its line (collect.httplog_fields: one
+pass, no record), rendered with the whole batch's by one % of the repeated template
+(collect.HTTPLOG_LINE); a timer FLUSH_DELAY later renders the batch's records (format.py), frames it for each target
 (syslog.py) and hands it to the targets (target.py), which write without waiting. A queue
 already holding MAX_QUEUE records drops the new one (counted, as a full target's drops).
 
@@ -19,7 +20,7 @@ import os
 import time
 
 from splicer.config.model import LogTarget
-from splicer.log.collect import httplog_line, refused_record, stream_record
+from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, httplog_fields, refused_record, stream_record
 from splicer.log.format import LogFormat
 from splicer.log.record import LogRecord
 from splicer.log.syslog import INFO, Framer
@@ -29,6 +30,12 @@ log = logging.getLogger("splicer")
 
 MAX_QUEUE = 10000
 """Records a logger holds before dropping new ones (bounded memory under any load)."""
+
+_MAX_FIELDS = MAX_QUEUE * HTTPLOG_FIELDS
+_LINE_NL = HTTPLOG_LINE + "\n"
+
+MAX_NAMES = 4096
+"""Servers whose "frontend backend/server" text a logger remembers."""
 
 FLUSH_DELAY = 0.01
 """Seconds between the first record of a batch and its write: under load a batch holds
@@ -127,12 +134,14 @@ class Logger:
         fmt: the compiled LogFormat; dontlognull: `option dontlognull`.
         needs_dst: records must carry the frontend address (%fi / %fp).
         fast: the format is `option httplog` with no capture (LogFormat.httplog): a stream
-            queues its line (collect.httplog_line) instead of a LogRecord (the same line,
-            less work).
+            adds its line's values (collect.httplog_fields) to `fields` instead of a
+            LogRecord to `queue` (the same line, less work); a record queued after them
+            (refused, local, tunnel) first renders them into `queue`, so lines keep the
+            order their streams ended in.
     """
 
     __slots__ = ("hub", "fmt", "sinks", "dontlognull", "needs_dst", "queue", "_timer", "count", "loop", "fast",
-                 "_mixed")
+                 "fields", "names")
 
     def __init__(self, hub: LogHub, fmt: LogFormat, sinks: list[tuple[Target, Framer]], dontlognull: bool) -> None:
         self.hub = hub
@@ -145,20 +154,37 @@ class Logger:
         self.count = 0  # records taken (the %rt request counter)
         self.loop = hub.loop
         self.fast = fmt.httplog
-        self._mixed = False  # the queue holds LogRecords too (refused / local / tunnel), not only lines
+        self.fields: list = []  # the fast path's queued lines: httplog_fields tuples, concatenated
+        self.names: dict = {}  # server -> "frontend backend/server" (collect.httplog_fields)
 
     def next_id(self) -> int:
         """The next value of the %rt request counter."""
         self.count += 1
         return self.count
 
+    def name_of(self, fe, be, srv) -> str:
+        """"frontend backend/server" of a stream of frontend `fe` served by `srv` of `be`
+        (%ft %b/%s of `option httplog`), remembered in self.names (bounded: cleared past
+        MAX_NAMES, as servers come and go with `add server` / `del server`)."""
+        if len(self.names) >= MAX_NAMES:
+            self.names.clear()
+        text = self.names[srv] = f"{fe.name} {be.name}/{srv.model.name}"
+        return text
+
     def stream(self, st) -> None:
         """Log the http Stream `st` that just ended (runtime/stream.py Stream.record)."""
-        q = self.queue
-        if len(q) >= MAX_QUEUE:
-            self.hub.queue_drops += 1
-            return
-        q.append(httplog_line(st, self, self.loop.time()) if self.fast else stream_record(st, self, self.loop.time()))
+        if self.fast:
+            f = self.fields
+            if len(f) >= _MAX_FIELDS:
+                self.hub.queue_drops += 1
+                return
+            f += httplog_fields(st, self, self.loop.time())
+        else:
+            q = self.queue
+            if len(q) >= MAX_QUEUE:
+                self.hub.queue_drops += 1
+                return
+            q.append(stream_record(st, self, self.loop.time()))
         if self._timer is None:
             self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
 
@@ -182,43 +208,66 @@ class Logger:
                                 backend))
 
     def add(self, record) -> None:
-        """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting)."""
+        """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting), after
+        the fast path's lines already waiting (rendered now: the lines keep their order)."""
         q = self.queue
         if len(q) >= MAX_QUEUE:
             self.hub.queue_drops += 1
             return
+        if self.fields:
+            q.extend(self._block().split("\n")[:-1])
         q.append(record)
-        self._mixed = True
         if self._timer is None:
             self._timer = self.hub.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def _block(self) -> str:
+        """The fast path's waiting lines, each ending in "\\n" (one % of the repeated
+        template, in C), taken from the queue."""
+        fields, self.fields = self.fields, []
+        return (_LINE_NL * (len(fields) // HTTPLOG_FIELDS)) % tuple(fields)
 
     def flush(self) -> None:
         """Render and send the queued records."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        records, self.queue = self.queue, []
-        if not records:
+        if not self.queue and not self.fields:
             return
         hub = self.hub
         hub.offset = time.time() - hub.loop.time()
-        mixed, self._mixed = self._mixed, False
-        if self.fast and not mixed:
-            lines = records  # every one a finished line (collect.httplog_line)
-        else:
-            render = self.fmt.render
-            lines = []
-            for r in records:
-                try:
-                    lines.append(render(r) if type(r) is LogRecord else r)
-                except Exception:  # a bug in a format: log it, never lose the batch
-                    log.exception("log-format failed on a record")
         now = time.time()
+        if not self.queue:  # only the fast path's lines: one block, joined as it is when it can be
+            n = len(self.fields) // HTTPLOG_FIELDS
+            block = self._block()
+            lines = None
+            for target, framer in self.sinks:
+                if target.joins and not framer.maxlen:
+                    target.send_joined(framer.join_block(INFO, block, now), n)
+                    continue
+                if lines is None:
+                    lines = block.split("\n")
+                    lines.pop()
+                self._send(target, framer, lines, now)
+            return
+        records, self.queue = self.queue, []
+        render = self.fmt.render
+        lines = []
+        for r in records:
+            try:
+                lines.append(render(r) if type(r) is LogRecord else r)
+            except Exception:  # a bug in a format: log it, never lose the batch
+                log.exception("log-format failed on a record")
+        if self.fields:
+            lines.extend(self._block().split("\n")[:-1])
         for target, framer in self.sinks:
-            if target.joins and framer.fits(INFO, lines, now):  # (no line to cut: one encode)
-                target.send_joined(framer.join(INFO, lines, now), len(lines))
-            else:
-                target.send(framer.frames(INFO, lines, now))
+            self._send(target, framer, lines, now)
+
+    @staticmethod
+    def _send(target: Target, framer: Framer, lines: list[str], now: float) -> None:
+        if target.joins and framer.fits(INFO, lines, now):  # (no line to cut: one encode)
+            target.send_joined(framer.join(INFO, lines, now), len(lines))
+        else:
+            target.send(framer.frames(INFO, lines, now))
 
 
 class EventLog:

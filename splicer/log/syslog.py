@@ -116,6 +116,14 @@ class Framer:
         head = self._head(level, now)
         return (head + ("\n" + head).join(messages) + "\n").encode("ascii", "replace")
 
+    def join_block(self, level: int, block: str, now: float) -> bytes:
+        """join() of the lines of `block` (each ending in "\\n"), for a framer without `len`:
+        the same bytes, the header put before each line by one replace."""
+        head = self._head(level, now)
+        if head:
+            block = head + block[:-1].replace("\n", "\n" + head) + "\n"
+        return block.encode("ascii", "replace")
+
     def fits(self, level: int, messages: list[str], now: float) -> bool:
         """Whether every message, framed, is at most maxlen bytes (so join() gives exactly
         the frames() bytes even with a `len`): one max() over the lengths (the messages

@@ -71,7 +71,8 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle")
+                 "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
+                 "log_peer")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -98,6 +99,7 @@ class HttpSession:
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
         self._addr = None                    # (client ip, client port, local ip, local port), for request views
+        self.log_peer = None                 # "ip:port" of the client as an access log shows it (collect.py)
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response

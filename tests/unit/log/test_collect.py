@@ -1,6 +1,6 @@
-"""splicer.log.collect.httplog_line: the `option httplog` fast path (the line made in one
-pass, without a record) gives exactly the line LogFormat(HTTPLOG) renders from the stream's
-LogRecord, for every kind of ending."""
+"""splicer.log.collect.httplog_line: the `option httplog` fast path (the line's values read
+in one pass, without a record, by httplog_fields, put in HTTPLOG_LINE) gives exactly the
+line LogFormat(HTTPLOG) renders from the stream's LogRecord, for every kind of ending."""
 from types import SimpleNamespace as NS
 
 import pytest
@@ -8,20 +8,42 @@ import pytest
 from splicer.http.termination import NORMAL, Cause, Phase, Termination
 from splicer.log.collect import httplog_line, stream_record
 from splicer.log.format import HTTPLOG, LogFormat
+from splicer.log.logger import Logger
 
 OFFSET = 1.77e9  # wall clock - loop clock
 
 
+class Log:
+    """What collect reads of a Logger (its hub's clock offset, the %rt counter, the
+    remembered server names), with Logger's own name_of."""
+
+    name_of = Logger.name_of
+
+    def __init__(self):
+        self.hub, self.count, self.needs_dst, self.names = NS(offset=OFFSET), 0, False, {}
+
+
+class Server:
+    """A runtime server as collect reads it (hashable, as the real one: logger.names' key)."""
+
+    def __init__(self, name, index):
+        self.model, self.index = NS(name=name), index
+
+
 def logger():
-    return NS(hub=NS(offset=OFFSET), count=0, needs_dst=False)
+    return Log()
+
+
+def session(peer=("127.0.0.1", 40001), local_ip="127.0.0.1", local_port=80):
+    return NS(t_accept=100.0, t_idle=100.5, peer=peer, local_ip=local_ip, local_port=local_port, log_peer=None)
 
 
 def stream(**kw):
-    srv = NS(model=NS(name="web2"), index=1)
+    srv = Server("web2", 1)
     be = NS(name="farm", balancer=NS(active=[3, 5]), queued=2)
     fe = NS(name="fe", proxy=NS(active=9), active=7, captures=((), ()))
     base = dict(
-        s=NS(t_accept=100.0, t_idle=100.5, peer=("127.0.0.1", 40001), local_ip="127.0.0.1", local_port=80),
+        s=session(),
         fe=fe, be=be, server=srv, t_head=100.0125, _first=True, t_lease=100.0301, _last=NS(connect=0.004),
         t_resp=100.0502, term=NORMAL, req=NS(headers=[], method=b"GET", target=b"/1k.bin", version=b"1.1"),
         raw=b"GET /1k.bin HTTP/1.1\r\nHost: x\r\n\r\n", up=NS(moved=0, spliced=0, copied=0),
@@ -46,13 +68,11 @@ CASES = {
                                      status=503),
     "connect refused": dict(server=None, t_lease=0, term=Termination(Cause.SERVER_ABORT, Phase.CONNECT),
                             status=503),
-    "no status, unknown peer": dict(status=0, s=NS(t_accept=100.0, t_idle=100.5, peer="unix", local_ip="",
-                                                   local_port=0)),
+    "no status, unknown peer": dict(status=0, s=session("unix", "", 0)),
     "hostile request line": dict(raw=b'\r\nGET /"a"\x7f\xff HTTP/1.1\r\n\r\n'),
     "head without CRLF": dict(raw=b"GET / HTTP/1.1"),
     "large counts and timers": dict(down=NS(moved=10 ** 12, spliced=10 ** 12, copied=0), retries=70000,
-                                    t_resp=1e6 + 100.0, s=NS(t_accept=100.0, t_idle=100.5,
-                                                             peer=("::1", 65535), local_ip="", local_port=0)),
+                                    t_resp=1e6 + 100.0, s=session(("::1", 65535), "", 0)),
 }
 
 
@@ -60,6 +80,31 @@ CASES = {
 def test_fast_httplog_line_is_the_records_line(case):
     fast, slow = both(stream(**CASES[case]))
     assert fast == slow
+
+
+def test_remembered_names_and_peer_give_the_same_lines():
+    """A second stream of the same session and server (the client's "ip:port" and the
+    "frontend backend/server" text now remembered) still gives the record's line; another
+    server of the backend gets its own name."""
+    lg = logger()
+    st = stream()
+    first = httplog_line(st, lg, 100.0703)
+    assert st.s.log_peer == "127.0.0.1:40001" and list(lg.names.values()) == ["fe farm/web2"]
+    again = stream(s=st.s, server=st.server, _first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
+    assert httplog_line(again, lg, 101.3) == LogFormat(HTTPLOG).render(stream_record(again, logger(), 101.3))
+    other = stream(s=st.s, server=Server("web1", 0), _first=False, t_head=101.25)
+    line = httplog_line(other, lg, 101.3)
+    assert " fe farm/web1 " in line and line == LogFormat(HTTPLOG).render(stream_record(other, logger(), 101.3))
+    assert first != line
+
+
+def test_names_memo_is_bounded(monkeypatch):
+    import splicer.log.logger as lgmod
+    monkeypatch.setattr(lgmod, "MAX_NAMES", 3)
+    lg = logger()
+    for i in range(10):
+        httplog_line(stream(server=Server(f"s{i}", 0)), lg, 100.0703)
+        assert len(lg.names) <= 3
 
 
 def test_fast_path_only_for_httplog_without_captures():
@@ -79,10 +124,3 @@ def test_a_line_of_the_fast_path_shows_every_field():
     fast, _ = both(stream(retries=1, redispatched=True))
     assert fast.startswith("127.0.0.1:40001 [") and fast.endswith(
         '] fe farm/web2 13/14/4/20/70 200 1290 - - ---- 9/7/8/5/+1 0/2 "GET /1k.bin HTTP/1.1"')
-
-
-def test_numbers_table_is_str_for_every_int():
-    from splicer.log.format import NUM
-    for n in (-5, -1, 0, 7, 1023, 1024, 65535, 65536, 10 ** 15):
-        assert NUM[n] == str(n) and NUM[n] == str(n)  # a miss, then what it remembered
-    assert 10 ** 15 not in NUM and -5 not in NUM  # only -1..65535 are remembered (bounded)
