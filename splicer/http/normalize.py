@@ -299,7 +299,7 @@ _PLAIN_BYTES_OUT = frozenset(b"%;#\\")
 
 (Testing a frozenset of ints against the target is several times quicker than testing
 ``b"%" in target`` one needle at a time on CPython 3.11: the bytes needle goes through the
-buffer protocol.)"""
+buffer protocol; bytes.find, for one needle, is about twice as quick as ``in``.)"""
 
 AMBIGUITY_MEMO_MAX = 1024
 """Longest target (bytes) whose ambiguity() verdict is remembered."""
@@ -309,7 +309,10 @@ def ambiguity(target: bytes) -> str | None:
     """Why a request-target that the rules let through would still be read differently
     by different origins, or None when it is not (_ambiguity, remembered for the 4,096
     most recent targets of at most AMBIGUITY_MEMO_MAX bytes: every request asks, and hot
-    paths repeat)."""
+    paths repeat; a plain target is told by _ambiguity's first test, before the memo, so
+    targets that never repeat cost no memo work)."""
+    if _PLAIN_BYTES_OUT.isdisjoint(target) and target[:1] != b"." and target.find(b"/.") < 0:
+        return None  # (_ambiguity's first test, inline)
     if len(target) <= AMBIGUITY_MEMO_MAX:
         return _remembered_ambiguity(target)
     return _ambiguity(target)

@@ -147,7 +147,7 @@ class RequestView:
             t = self.target
             q = t.find(b"?")
             p = t if q < 0 else t[:q]
-            if b"%" in p or b"//" in p:
+            if p.find(b"%") >= 0 or p.find(b"//") >= 0:  # (find: quicker than ``in`` on CPython 3.11)
                 p = rule_path(p)
             self._path = p
         return p

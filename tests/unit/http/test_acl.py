@@ -1,6 +1,8 @@
 """splicer.http.acl: ACL lines, pattern matching methods, conditions and predefined ACLs
 (haproxy configuration.txt 7.1, 7.2, 7.4), as tables of words x request -> bool."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from splicer.http.acl import (PREDEFINED, AclError, compile_matcher, parse_acl, parse_acl_expr,
                               parse_condition, parse_ipv4, split_condition)
@@ -310,3 +312,20 @@ def test_predefined_acls(name, request_, expected):
 def test_nbsrv_acl():
     assert acl("nbsrv(app) lt 2")(req(nbsrv={"app": 1}.get)) is True
     assert acl("nbsrv(app) lt 2")(req(nbsrv={"app": 2}.get)) is False
+
+
+_SUB_ALPHABET = b"aAbB.*+?()[]\\|^$-%=/ \xff"
+
+
+@given(st.lists(st.tuples(st.binary(max_size=4).map(lambda b: bytes(_SUB_ALPHABET[x % len(_SUB_ALPHABET)] for x in b)),
+                          st.booleans()), min_size=1, max_size=8),
+       st.binary(max_size=12).map(lambda b: bytes(_SUB_ALPHABET[x % len(_SUB_ALPHABET)] for x in b)))
+@settings(max_examples=400, deadline=None)
+def test_sub_matches_when_some_pattern_occurs(patterns, sample):
+    """-m sub (one alternation of every pattern) holds exactly when one pattern, as it is or
+    ASCII-lower-cased on both sides with -i, occurs in the sample: regex metacharacters in
+    patterns are literal, an empty pattern occurs everywhere."""
+    m = compile_matcher("sub", [(p.decode("latin-1"), i) for p, i in patterns], "acl 't'")
+    texts = [(p.decode("latin-1").encode(), i) for p, i in patterns]  # (what the config's text gives)
+    naive = any((p.lower() in sample.lower()) if i else (p in sample) for p, i in texts)
+    assert m.test_one(sample) is naive
