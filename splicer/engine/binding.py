@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 6
+ABI = 7
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -435,3 +435,25 @@ END_CANCELLED = lib.SPL_END_CANCELLED
 END_NOPIPE = lib.SPL_END_NOPIPE
 END_BAD_FRAMING = lib.SPL_END_BAD_FRAMING
 SIDE_SRC = lib.SPL_SIDE_SRC
+
+
+_lines = ffi.new("struct spl_lines *")  # (one per process: called from the event loop's thread only)
+
+
+def send_lines(fd: int, data: bytes, maxlen: int = 0, skip_refused: bool = False) -> tuple[int, int, int]:
+    """Send `data` on the connected, non-blocking datagram socket `fd` as one datagram per
+    line (through each LF), a line longer than `maxlen` bytes cut to maxlen - 1 bytes and
+    its LF (0: no limit), up to 64 datagrams per sendmmsg(2) call (native/src/datagram.c).
+    Never waits. Returns (sent, lost, err): datagrams the kernel took, datagrams dropped
+    because the socket could not take them now (EAGAIN, ENOBUFS; with `skip_refused` also
+    ECONNREFUSED, UDP's ICMP unreachable), and 0 or the errno that stopped the sending (the
+    datagrams after sent + lost were not sent).
+
+    Raises:
+        EngineError: a bad argument (-EINVAL: fd < 0, maxlen 1).
+    """
+    out = _lines
+    rc = lib.spl_send_lines(fd, data, len(data), maxlen, lib.SPL_LINES_SKIP_REFUSED if skip_refused else 0, out)
+    if rc != 0:
+        _raise(rc, "spl_send_lines")
+    return out.sent, out.lost, out.err

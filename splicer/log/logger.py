@@ -244,6 +244,9 @@ class Logger:
                 if target.joins and not framer.maxlen:
                     target.send_joined(framer.join_block(INFO, block, now), n)
                     continue
+                if target.datagrams:  # (the template's lines hold no "\n")
+                    target.send_lines(framer.join_block(INFO, block, now), n, framer.maxlen)
+                    continue
                 if lines is None:
                     lines = block.split("\n")
                     lines.pop()
@@ -266,8 +269,13 @@ class Logger:
     def _send(target: Target, framer: Framer, lines: list[str], now: float) -> None:
         if target.joins and framer.fits(INFO, lines, now):  # (no line to cut: one encode)
             target.send_joined(framer.join(INFO, lines, now), len(lines))
-        else:
-            target.send(framer.frames(INFO, lines, now))
+            return
+        if target.datagrams:
+            data = framer.join(INFO, lines, now)
+            if data.count(b"\n") == len(lines):  # (no line holds a "\n" of its own)
+                target.send_lines(data, len(lines), framer.maxlen)
+                return
+        target.send(framer.frames(INFO, lines, now))
 
 
 class EventLog:

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 6
+#define SPL_ENGINE_ABI 7
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -116,6 +116,29 @@ struct spl_chunk {
  * colon), a trailer section of at most SPL_CHUNK_MAX_TRAILERS bytes. Returns 0, -EPROTO for a framing
  * error (the message must be abandoned), -EINVAL when called in state DATA or END. */
 int spl_chunk_line(struct spl_chunk *c, const char *line, size_t len);
+
+/* ---- log lines as datagrams (datagram.c) ------------------------------------------------ */
+
+/* spl_send_lines() flags. */
+enum spl_lines_flag {
+	SPL_LINES_SKIP_REFUSED = 1, /* ECONNREFUSED (UDP: an ICMP unreachable for an earlier
+	                             * datagram) drops one datagram, as EAGAIN does */
+};
+
+/* What spl_send_lines() did. */
+struct spl_lines {
+	uint32_t sent; /* datagrams the kernel took */
+	uint32_t lost; /* datagrams dropped: the socket could not take them now (EAGAIN, ENOBUFS) */
+	int32_t err;   /* 0, or the errno that stopped it: the datagrams after sent + lost were not sent */
+};
+
+/* Sends buf[0..len) on the connected datagram socket fd as one datagram per line (each
+ * through its LF; a last piece without one is a datagram too), a line longer than maxlen
+ * bytes cut to maxlen - 1 bytes and its LF (maxlen 0: no limit). Never waits (MSG_DONTWAIT):
+ * up to 64 datagrams per sendmmsg(2) call; EINTR is retried. Returns 0 (out says what
+ * happened) or -EINVAL (fd < 0, out NULL, buf NULL with len > 0, maxlen 1). */
+int spl_send_lines(int fd, const char *buf, size_t len, uint32_t maxlen, uint32_t flags,
+		   struct spl_lines *out);
 
 /* ---- the engine ------------------------------------------------------------------------ */
 

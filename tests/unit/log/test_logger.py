@@ -107,3 +107,59 @@ def test_join_block_is_join(fmt):
     f = Framer(fmt, 16, pid=42, host="box", maxlen=0)
     lines = ["first line", 'second "line"', "x"]
     assert f.join_block(INFO, "".join(m + "\n" for m in lines), NOW) == f.join(INFO, lines, NOW)
+
+
+def udp_logger(loop, sink, fmt=HTTPLOG, maxlen=1024):
+    hub = LogHub(loop)
+    host, port = sink.getsockname()
+    model = LogTarget(kind="udp", address=f"udp@{host}:{port}", host=host, port=port, maxlen=maxlen,
+                      facility=16)
+    lg = hub.logger(LogFormat(fmt), (model,), False)
+    assert lg is not None
+    return hub, lg
+
+
+def datagrams(sock) -> list[bytes]:
+    out = []
+    sock.setblocking(False)
+    while True:
+        try:
+            out.append(sock.recv(65536))
+        except BlockingIOError:
+            return out
+
+
+@pytest.mark.parametrize("maxlen", [1024, 100])
+def test_udp_batch_is_one_datagram_per_frame(loop, maxlen):
+    """A batch to a UDP target (many datagrams per sendmmsg call) gives the datagrams the
+    framer's frames() would, one per line, cut to `len`, in order; a record between fast
+    lines keeps its place."""
+    import socket
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    hub, lg = udp_logger(loop, sink, maxlen=maxlen)
+    hub.offset = Log().hub.offset
+    loop.time = lambda: 100.0703
+    a, b = streams(70), streams(3)
+    for st in a:
+        lg.stream(st)
+    lg.flush()
+    hub.offset = Log().hub.offset  # (the flush set the real clock's)
+    record = stream_record(stream(server=Server("other", 0)), Log(), 100.0703)
+    for st in b[:1]:
+        lg.stream(st)
+    lg.add(record)
+    for st in b[1:]:
+        lg.stream(st)
+    lg.flush()
+    got = datagrams(sink)
+    framer = lg.sinks[0][1]
+    lines = expected(a, 100.0703) + expected(b[:1], 100.0703) + [LogFormat(HTTPLOG).render(record)] \
+        + expected(b[1:], 100.0703)
+    # the header's date is the flush's second: compare past it
+    want = [f[f.index(b"]: ") + 3:] for f in framer.frames(INFO, lines, NOW)]
+    assert [g[g.index(b"]: ") + 3:] for g in got] == want
+    assert hub.stats()["sent"] == len(lines) and hub.stats()["dropped"] == 0
+    hub.close()
+    sink.close()
