@@ -66,6 +66,21 @@ less than any test (a cheap probe is a fetch call and a matcher call), so a Part
 kinds is always remembered."""
 
 
+SPARSE_KEYS = frozenset({"query", "urlp", "url"})
+"""The kinds whose value holds the query string: on real traffic it seldom repeats (ids,
+cache-busters, tracking parameters), so their memo may cost a probe and an insert per
+request and save nothing. Each such part watches its memo: one that fills (MEMO_SIZE new
+values) in fewer than PAY_CALLS calls of the function (fewer than one probe in four hit)
+is paused, its tests run as they are, for PAUSE_CALLS calls, then tried again (as
+runtime/decisions.py's DecisionMemo pauses)."""
+
+PAY_CALLS = smp.MEMO_SIZE * 4 // 3
+"""Calls within which a sparse part's memo filling up means it did not pay."""
+
+PAUSE_CALLS = smp.MEMO_SIZE * 8
+"""Calls a sparse part's memo stays paused."""
+
+
 @dataclass(frozen=True)
 class Part:
     """One part of a compiled disjunction.
@@ -96,8 +111,15 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
     Raises:
         KeyError: a part's key is not a KEYS kind.
     """
-    ns: dict = {"MEMO_SIZE": smp.MEMO_SIZE, "MEMO_KEY_MAX": smp.MEMO_KEY_MAX, "_key_size": smp._key_size}
+    ns: dict = {"MEMO_SIZE": smp.MEMO_SIZE, "MEMO_KEY_MAX": smp.MEMO_KEY_MAX, "_key_size": smp._key_size,
+                "PAY_CALLS": PAY_CALLS, "PAUSE_CALLS": PAUSE_CALLS, "n": 0}
     lines = ["def disjunction(self, view):", f'    """{base.__name__}.__call__, compiled (disjunction.compile_parts)."""']
+    sparse = [i for i, p in enumerate(parts) if p.key in SPARSE_KEYS and (p.remember or p.key in ATTRIBUTE_KEYS)]
+    if sparse:
+        lines.append("    global n, " + ", ".join(f"p{i}, c{i}" for i in sparse))
+        lines.append("    n += 1")
+        for i in sparse:
+            ns[f"p{i}"] = ns[f"c{i}"] = 0
     for i, part in enumerate(parts):
         names = []
         for j, t in enumerate(part.tests):
@@ -111,19 +133,27 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
         read, shape = KEYS[part.key]
         memo: dict = {}
         ns[f"m{i}"], ns[f"g{i}"] = memo, memo.get
-        lines.append("    " + read.format(i="    ", name=part.name))
         body = "    "
-        if part.key == "field":  # a response's fields: no key, the tests run as they are
-            lines.append("    if k is None:")
+        clear = [f"m{i}.clear()"]
+        if i in sparse:  # paused while its memo does not pay: the tests run as they are
+            lines.append(f"    if p{i} > n:")
             lines.append(f"        r = {any_test}")
             lines.append("    else:")
             body = "        "
+            # it filled in fewer than PAY_CALLS calls: most probes missed, pause it
+            clear = [f"if n - c{i} < PAY_CALLS:", f"    p{i} = n + PAUSE_CALLS", f"c{i} = n", f"m{i}.clear()"]
+        lines.append(body + read.format(i=body, name=part.name))
+        if part.key == "field":  # a response's fields: no key, the tests run as they are
+            lines.append(f"{body}if k is None:")
+            lines.append(f"{body}    r = {any_test}")
+            lines.append(f"{body}else:")
+            body += "    "
         size = {"bytes": "len(k) <= MEMO_KEY_MAX", "tuple": "_key_size(k) <= MEMO_KEY_MAX", "int": "True"}[shape]
         lines += [f"{body}r = g{i}(k)",
                   f"{body}if r is None:",
                   f"{body}    r = True if ({any_test}) else False",
                   f"{body}    if len(m{i}) >= MEMO_SIZE:",
-                  f"{body}        m{i}.clear()",
+                  *(f"{body}        {c}" for c in clear),
                   f"{body}    if {size}:",
                   f"{body}        m{i}[k] = r",
                   "    if r:",

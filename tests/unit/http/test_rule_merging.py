@@ -318,3 +318,50 @@ def test_a_compiled_disjunction_reads_each_part_once_and_keeps_the_order():
     assert cond(view_of(dict(r, target=b"/b.x"))) and cond(view_of(dict(r, target=b"/b?k=1")))
     assert cond(view_of(dict(r, host=b"A.example"))) and cond(view_of(dict(r, src="10.1.2.3")))
     assert not cond(view_of(r))  # nothing remembered leaks from the requests before
+
+
+def test_a_sparse_part_pauses_its_memo_while_it_does_not_pay_and_still_decides():
+    """A query part whose values never repeat fills its memo within disjunction.PAY_CALLS
+    calls: it is paused (no probe, no insert) for PAUSE_CALLS calls, then watched again;
+    the verdicts stay those of the tests, paused or not. A path part (not sparse) always
+    remembers."""
+    from splicer.http import disjunction as dj
+    from splicer.http.sample import MEMO_SIZE
+    fe = loads(PRE + """    acl a path_beg /a
+    acl q query -m sub k=
+    http-request deny if a
+    http-request deny if q
+""" + POST).frontends[0]
+    cond = merge_runs(tuple(fe.http_request))[0].cond
+    fn = type(cond).__call__
+    assert [p.key for p in fn.parts] == ["path", "query"]
+    g = fn.__globals__
+    r = {"host": b"h", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.0.2.1", "src_port": 1,
+         "extra": [], "absolute": False}
+    for i in range(MEMO_SIZE):  # unique query strings: every probe misses
+        assert not cond(view_of(dict(r, target=b"/b?n=%d" % i)))
+    assert len(g["m1"]) == MEMO_SIZE and g["p1"] == 0  # full, not yet judged
+    assert cond(view_of(dict(r, target=b"/b?k=1")))  # the insert that finds it full
+    assert g["p1"] == g["n"] + dj.PAUSE_CALLS - 0 and len(g["m1"]) == 1
+    paused_at = g["n"]
+    for i in range(100):  # paused: the memo is left alone, the verdicts are the tests'
+        assert cond(view_of(dict(r, target=b"/b?n=x%d" % i))) is False
+        assert cond(view_of(dict(r, target=b"/b?zk=%d" % i)))
+    assert len(g["m1"]) == 1 and g["n"] == paused_at + 200
+    assert len(g["m0"]) == 1  # the path's memo kept remembering "/b" all along
+    g["n"] = g["p1"]  # the pause is over: probes and inserts again
+    assert not cond(view_of(dict(r, target=b"/b?n=y")))
+    assert len(g["m1"]) == 2
+
+
+def test_a_sparse_part_whose_values_repeat_keeps_its_memo():
+    from splicer.http.sample import MEMO_SIZE
+    fe = loads(PRE + "    acl q query -m sub k=\n    acl a path_beg /a\n    http-request deny if q\n"
+               "    http-request deny if a\n" + POST).frontends[0]
+    cond = merge_runs(tuple(fe.http_request))[0].cond
+    g = type(cond).__call__.__globals__
+    r = {"host": b"h", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.0.2.1", "src_port": 1,
+         "extra": [], "absolute": False}
+    for i in range(3 * MEMO_SIZE):  # each query seen twice before the memo fills: half the probes hit
+        cond(view_of(dict(r, target=b"/b?n=%d" % (i // 2))))
+    assert g["p0"] == 0 and g["c0"] > 0  # it filled, was judged worth it, and goes on
