@@ -224,7 +224,16 @@ class Logger:
         """The fast path's waiting lines, each ending in "\\n" (one % of the repeated
         template, in C), taken from the queue."""
         fields, self.fields = self.fields, []
-        return (_LINE_NL * (len(fields) // HTTPLOG_FIELDS)) % tuple(fields)
+        try:
+            return (_LINE_NL * (len(fields) // HTTPLOG_FIELDS)) % tuple(fields)
+        except (TypeError, ValueError):  # a value of the wrong type (a bug): lose its line only
+            out = []
+            for i in range(0, len(fields), HTTPLOG_FIELDS):
+                try:
+                    out.append(_LINE_NL % tuple(fields[i:i + HTTPLOG_FIELDS]))
+                except (TypeError, ValueError):
+                    log.exception("an access log line failed to render")
+            return "".join(out)
 
     def flush(self) -> None:
         """Render and send the queued records."""

@@ -163,3 +163,17 @@ def test_udp_batch_is_one_datagram_per_frame(loop, maxlen):
     assert hub.stats()["sent"] == len(lines) and hub.stats()["dropped"] == 0
     hub.close()
     sink.close()
+
+
+def test_a_line_that_fails_to_render_loses_only_itself(loop, tmp_path, caplog):
+    hub, lg = file_logger(loop, tmp_path / "b.log")
+    hub.offset = Log().hub.offset
+    loop.time = lambda: 100.0703
+    sts = streams(3)
+    sts[1].status = "oops"  # (a bug's value: %d takes no str)
+    for st in sts:
+        lg.stream(st)
+    lg.flush()
+    hub.close()
+    assert (tmp_path / "b.log").read_text().splitlines() == expected([sts[0], sts[2]], 100.0703)
+    assert "failed to render" in caplog.text
