@@ -78,6 +78,14 @@ int spl_send_lines(int fd, const char *buf, size_t len, uint32_t maxlen, uint32_
 			}
 			out->sent += (uint32_t)r;
 			done += (unsigned int)r;
+			if (done < n) {
+				/* a short count: the next datagram failed and its error was lost
+				 * (sendmmsg(2) NOTES), e.g. a UDP ICMP unreachable taken from the
+				 * socket or a full buffer: it is dropped, as EAGAIN drops one;
+				 * a lasting error (a reader gone) comes back on the next call */
+				out->lost++;
+				done++;
+			}
 		}
 	}
 	return 0;

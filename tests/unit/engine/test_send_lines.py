@@ -84,12 +84,14 @@ def test_udp_refused_is_skipped_only_when_asked():
     s.setblocking(False)
     s.connect(("127.0.0.1", port))
     total = {"sent": 0, "lost": 0}
-    for _ in range(20):
-        sent, lost, err = send_lines(s.fileno(), b"a\nb\nc\n", skip_refused=True)
-        assert err == 0 and sent + lost == 3
+    for _ in range(10):
+        sent, lost, err = send_lines(s.fileno(), b"line\n" * 64, skip_refused=True)
+        assert err == 0 and sent + lost == 64
         total["sent"] += sent
         total["lost"] += lost
-    assert total["lost"] > 0  # the refusals were met, and skipped
+    # each refusal drops the datagram it failed (sendmmsg hides its error in a short count:
+    # that datagram is not sent again): on loopback about every other one, as send() by send()
+    assert total["lost"] >= 640 // 4, total
     got_err = 0
     for _ in range(20):
         got_err = send_lines(s.fileno(), b"a\nb\nc\n")[2] or got_err
