@@ -322,9 +322,9 @@ _SUB_ALPHABET = b"aAbB.*+?()[]\\|^$-%=/ \xff"
        st.binary(max_size=12).map(lambda b: bytes(_SUB_ALPHABET[x % len(_SUB_ALPHABET)] for x in b)))
 @settings(max_examples=400, deadline=None)
 def test_sub_matches_when_some_pattern_occurs(patterns, sample):
-    """-m sub (one alternation of every pattern) holds exactly when one pattern, as it is or
-    ASCII-lower-cased on both sides with -i, occurs in the sample: regex metacharacters in
-    patterns are literal, an empty pattern occurs everywhere."""
+    """-m sub (the patterns searched as latin-1 text) holds exactly when one pattern, as it
+    is or ASCII-lower-cased on both sides with -i, occurs in the sample: any byte, regex
+    metacharacters included, is literal, an empty pattern occurs everywhere."""
     m = compile_matcher("sub", [(p.decode("latin-1"), i) for p, i in patterns], "acl 't'")
     texts = [(p.decode("latin-1").encode(), i) for p, i in patterns]  # (what the config's text gives)
     naive = any((p.lower() in sample.lower()) if i else (p in sample) for p, i in texts)
