@@ -61,8 +61,14 @@ class NoServerAvailable(SplicerError):
         termination: haproxy's termination state of the stream (http/termination.py): "SC"
             (no server up, or every connect refused), "sC" (the last connect timed out) or
             "sQ" (`timeout queue` struck while every server was at its maxconn).
+        retries: connection attempts made again before giving up (the access log's %rc).
+        server: the runtime server of the last failed connect, None when none was tried
+            (the access log names it, as haproxy's %s: "the last server to which the
+            connection was sent").
     """
 
-    def __init__(self, message: str, termination: str = "SC") -> None:
+    def __init__(self, message: str, termination: str = "SC", retries: int = 0, server=None) -> None:
         super().__init__(message)
         self.termination = termination
+        self.retries = retries
+        self.server = server

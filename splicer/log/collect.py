@@ -115,7 +115,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
     else:
         start = t_head
         Ti, TR = int((t_head - s.t_idle) * 1000.0 + 0.5), 0
-    srv = st.server
+    srv = st.server or st.tried  # (haproxy's %s: the last server the connection was sent to)
     Tw, Tc, Tr = _server_timers(st, t_head, now)
     Ta = int((now - start) * 1000.0 + 0.5)
     active = be.balancer.active
@@ -176,7 +176,7 @@ def httplog_fields(st, logger, now: float) -> tuple:
     else:
         start = t_head
         TR = 0
-    srv = st.server
+    srv = st.server or st.tried  # (haproxy's %s: the last server the connection was sent to)
     t_lease = st.t_lease
     t_resp = st.t_resp
     lease = st._last

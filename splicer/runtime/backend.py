@@ -443,10 +443,8 @@ class Backend:
                 self._wake_queue()
                 verdict = decide(self.policy, RetryEvent.CONN_FAILURE, left - used)
                 if not verdict.again:
-                    err = NoServerAvailable(f"backend '{self.name}': no server reachable",
-                                            "sC" if isinstance(exc, TimeoutError) else "SC")
-                    err.retries = used  # the access log's %rc
-                    raise err from None
+                    raise NoServerAvailable(f"backend '{self.name}': no server reachable",
+                                            "sC" if isinstance(exc, TimeoutError) else "SC", used, srv) from None
                 used += 1
                 look_idle = allow_reuse
                 self.counters.wretr += 1

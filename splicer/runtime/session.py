@@ -504,6 +504,18 @@ class HttpSession:
         raise ValueError(f"no address part {part!r}")
 
     async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
+        """_answer_here(), after which the request counts among the session's streams
+        (as haproxy's TX_NOT_FIRST, set for every transaction after a connection's first):
+        the next request on the connection is not its first (its log line's timers and
+        date run from the end of this answer, and http-reuse safe sees a later request),
+        and a close once it is idle is no empty connection to log. True: the session goes
+        on."""
+        try:
+            return await self._answer_here(req, raw, d)
+        finally:
+            self.streams += 1
+
+    async def _answer_here(self, req, raw: bytes, d: Decision) -> bool:
         """Answer a request without a server: the http-request rule d.rule (deny, return,
         redirect, auth, tarpit), or 503 when no use_backend rule matched and there is no
         default_backend (haproxy). A tarpit first holds the request (_hold) and its answer

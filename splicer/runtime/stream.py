@@ -110,7 +110,7 @@ class Stream:
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
                  "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten",
-                 "t_head", "t_lease", "t_resp", "redispatched", "_handed")
+                 "t_head", "t_lease", "t_resp", "redispatched", "_handed", "tried")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -123,6 +123,7 @@ class Stream:
         self.phase = Phase.QUEUE
         self.term = NORMAL
         self.server = None
+        self.tried = None  # the server of the last failed connect, when none was reached (the log's %s)
         self.status = 0
         self.retries = 0
         self.head_in = len(raw)   # bytes of heads (and buffered body) read from the client
@@ -291,7 +292,8 @@ class Stream:
                                              picked=picked, key=key, min_uses=floor or 0, force=force)
                 except NoServerAvailable as exc:
                     log.warning("%s", exc)
-                    self.retries += getattr(exc, "retries", 0)
+                    self.retries += exc.retries
+                    self.tried = exc.server
                     self.end(*Termination.parse(exc.termination))
                     await self.reply_error(503)
                     return False

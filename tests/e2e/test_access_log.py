@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import ScriptedOrigin, exchange, free_port, http_config, recv_all
+from tests.e2e.helpers import ScriptedOrigin, exchange, free_port, http_config, read_response, recv_all
 
 # 8.2.3: %ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc
 #        %sq/%bq %hr %hs %{+Q}r   (%hr / %hs only when headers are captured)
@@ -286,7 +286,9 @@ def test_connection_refused_is_sc_with_503(start_splicer, tmp_path):
     resp, _ = get(sp.port, "/refused")
     assert resp.startswith(b"HTTP/1.1 503 ")
     f = parse(lines_of(path, 1, "/refused")[0])
-    assert (f["tsc"], f["ST"], f["b"], f["s"]) == ("SC--", "503", "farm", "<NOSRV>")
+    # haproxy 8.2.3: %s is "the last server to which the connection was sent" (haproxy 2.6
+    # logs farm/dead here too); <NOSRV> is for a request that never reached one
+    assert (f["tsc"], f["ST"], f["b"], f["s"]) == ("SC--", "503", "farm", "dead")
     assert (f["Tw"], f["Tc"], f["Tr"]) == ("0", "-1", "-1")
     assert f["rc"] == "1"  # one retry was made (retries 1), to the same server: no "+"
 
@@ -337,6 +339,43 @@ def test_ambiguous_target_refused_locally_is_logged_with_its_request(start_splic
     assert resp.startswith(b"HTTP/1.1 400 ")
     f = parse(lines_of(path, 1, "/ok/a")[0])
     assert (f["r"], f["ST"], f["s"], f["tsc"]) == ("GET /ok/a#23b HTTP/1.1", "400", "<NOSRV>", "PR--")
+
+
+def test_a_request_after_a_local_answer_is_not_the_connections_first(start_splicer, tmp_path, origin):
+    """On one keep-alive connection: a request denied by a rule (403), a pause, a request
+    forwarded, then the client closes. As haproxy logs them: the forwarded one is not the
+    connection's first (its date is its own, TR 0, not counted from the accept), and the
+    close of the idle connection after them is no empty connection (no `CR` <BADREQ> line,
+    even without option dontlognull)."""
+    sp, path = start(start_splicer, tmp_path, [("o1", origin.port)],
+                     frontend="    http-request deny if { path_beg /deny }\n")
+    s = socket.create_connection(("127.0.0.1", sp.port), timeout=10)
+    cport = s.getsockname()[1]
+    try:
+        s.sendall(b"GET /deny/1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        head, _ = read_response(s)
+        assert head.startswith(b"HTTP/1.1 403 ")
+        time.sleep(0.3)
+        sent_at = time.time()
+        s.sendall(b"GET /ok/after HTTP/1.1\r\nHost: a\r\n\r\n")
+        head, body = read_response(s)
+        assert head.startswith(b"HTTP/1.1 200 ") and body == b"ok"
+    finally:
+        s.close()
+    denied, = lines_of(path, 1, "/deny/1")
+    ok, = lines_of(path, 1, "/ok/after")
+    f = parse(ok)
+    date = time.mktime(time.strptime(f["tr"][:-4], "%d/%b/%Y:%H:%M:%S")) + int(f["tr"][-3:]) / 1000
+    assert date >= sent_at - 0.05, (ok, sent_at)  # its own request's date, not the accept's
+    assert f["TR"] == "0" and int(f["Ta"]) < 250, ok
+    assert parse(denied)["ST"] == "403"
+    # after the close, a later connection's line: the close was logged before it, if at all
+    probe, _ = get(sp.port, "/ok/probe")
+    assert probe.endswith(b"ok")
+    lines_of(path, 1, "/ok/probe")
+    with open(path) as fh:
+        mine = [ln for ln in fh.read().splitlines() if ln.startswith(f"127.0.0.1:{cport} ")]
+    assert mine == [denied, ok], mine  # two requests, two lines: the idle close is no empty connection
 
 
 @pytest.mark.parametrize("checks", [False, True])

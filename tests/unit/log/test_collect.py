@@ -48,7 +48,7 @@ def stream(**kw):
         t_resp=100.0502, term=NORMAL, req=NS(headers=[], method=b"GET", target=b"/1k.bin", version=b"1.1"),
         raw=b"GET /1k.bin HTTP/1.1\r\nHost: x\r\n\r\n", up=NS(moved=0, spliced=0, copied=0),
         down=NS(moved=1024, spliced=1024, copied=0), head_out=266, head_in=35, status=200, retries=0,
-        redispatched=False, _resp_raw=b"")
+        redispatched=False, _resp_raw=b"", tried=None)
     base.update(kw)
     return NS(**base)
 
@@ -68,6 +68,8 @@ CASES = {
                                      status=503),
     "connect refused": dict(server=None, t_lease=0, term=Termination(Cause.SERVER_ABORT, Phase.CONNECT),
                             status=503),
+    "connect refused, the server tried named": dict(server=None, tried=Server("dead", 0), t_lease=0,
+                                                    term=Termination(Cause.SERVER_ABORT, Phase.CONNECT), status=503),
     "no status, unknown peer": dict(status=0, s=session("unix", "", 0)),
     "hostile request line": dict(raw=b'\r\nGET /"a"\x7f\xff HTTP/1.1\r\n\r\n'),
     "head without CRLF": dict(raw=b"GET / HTTP/1.1"),
