@@ -249,13 +249,14 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
 
 
 def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: float, logger,
-                  now: float) -> LogRecord:
+                  now: float, tried=None) -> LogRecord:
     """The record of a tcp-mode session (`option tcplog`): Tw/Tc up to the server
-    connection, Tt the whole session."""
+    connection, Tt the whole session. `tried`: with no lease, the server of the last
+    failed connect (haproxy's %s names it), or None (<NOSRV>)."""
     ci, cp = (peer[0], peer[1]) if isinstance(peer, tuple) else ("unknown", 0)
     off = logger.hub.offset
     be = fe.backend
-    srv = lease.server if lease is not None else None
+    srv = lease.server if lease is not None else tried
     if lease is not None:
         Tc = _ms(lease.connect)
         Tw = max(0, _ms(t_lease - t_accept) - Tc)

@@ -444,6 +444,38 @@ backend tcpfarm
     assert int(f["Tt"]) >= int(f["Tw"]) + int(f["Tc"])
 
 
+def test_tcplog_connect_failure_names_the_server_tried(start_splicer, tmp_path):
+    """tcp mode, the only server refusing: SC, and the server the connection was sent to
+    (haproxy's %s), as in http mode."""
+    port = free_port()
+    path = tmp_path / "tcp.log"
+    cfg = f"""
+global
+    nbthread 1
+defaults
+    mode tcp
+    option tcplog
+    retries 1
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend tcpin
+    bind 127.0.0.1:{port}
+    log file@{path} format raw daemon
+    default_backend tcpfarm
+backend tcpfarm
+    server dead 127.0.0.1:{free_port()}
+"""
+    start_splicer(cfg, [port])
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    cport = s.getsockname()[1]
+    s.sendall(b"hello")
+    assert recv_all(s) in (b"", b"<RST>")  # closed: no server
+    s.close()
+    f = TCPLOG.match(lines_of(path, 1, f":{cport} ")[0]).groupdict()
+    assert (f["b"], f["s"], f["ts"], f["Tc"]) == ("tcpfarm", "dead", "SC", "-1")
+
+
 def test_stdout_target(start_splicer, origin):
     port = free_port()
     cfg = http_config(port, [("o1", origin.port)], extra_defaults="    option httplog\n    option dontlognull\n",
