@@ -63,6 +63,7 @@ int spl_send_lines(int fd, const char *buf, size_t len, uint32_t maxlen, uint32_
 				if (errno == EINTR)
 					continue;
 				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
+				    errno == EMSGSIZE || /* larger than a datagram may be: that line only */
 				    (errno == ECONNREFUSED && (flags & SPL_LINES_SKIP_REFUSED))) {
 					out->lost++; /* this datagram is dropped: the next may pass */
 					done++;

@@ -446,7 +446,8 @@ def send_lines(fd: int, data: bytes, maxlen: int = 0, skip_refused: bool = False
     its LF (0: no limit), up to 64 datagrams per sendmmsg(2) call (native/src/datagram.c).
     Never waits. Returns (sent, lost, err): datagrams the kernel took, datagrams dropped
     because the socket could not take them now (EAGAIN, ENOBUFS; with `skip_refused` also
-    ECONNREFUSED, UDP's ICMP unreachable), and 0 or the errno that stopped the sending (the
+    ECONNREFUSED, UDP's ICMP unreachable) or one was larger than a datagram may be
+    (EMSGSIZE: over 65,507 bytes on UDP/IPv4), and 0 or the errno that stopped the sending (the
     datagrams after sent + lost were not sent).
 
     Raises:

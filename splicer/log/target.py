@@ -125,6 +125,9 @@ class DatagramTarget(Target):
                 if not unix and isinstance(exc, ConnectionRefusedError):
                     lost += 1  # UDP: an earlier datagram met a closed port (ICMP unreachable)
                     continue
+                if exc.errno == errno.EMSGSIZE:
+                    lost += 1  # larger than a datagram may be: that line only
+                    continue
                 # the unix socket's reader went away (or another error): drop the rest of
                 # the batch, look for the socket again later
                 lost = len(frames) - sent

@@ -128,7 +128,8 @@ enum spl_lines_flag {
 /* What spl_send_lines() did. */
 struct spl_lines {
 	uint32_t sent; /* datagrams the kernel took */
-	uint32_t lost; /* datagrams dropped: the socket could not take them now (EAGAIN, ENOBUFS) */
+	uint32_t lost; /* datagrams dropped: the socket could not take them now (EAGAIN, ENOBUFS),
+	                * or one was too large for a datagram (EMSGSIZE) */
 	int32_t err;   /* 0, or the errno that stopped it: the datagrams after sent + lost were not sent */
 };
 

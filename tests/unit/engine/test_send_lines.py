@@ -107,3 +107,23 @@ def test_bad_arguments():
         send_lines(a.fileno(), b"x\n", maxlen=1)
     a.close()
     b.close()
+
+
+def test_a_line_too_large_for_a_datagram_is_dropped_alone():
+    """UDP over IPv4 carries at most 65,507 bytes: a longer line is dropped (EMSGSIZE) and
+    counted, the lines around it go, and the socket stays usable."""
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    sink.setblocking(False)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    s.connect(sink.getsockname())
+    data = b"before\n" + b"x" * 65600 + b"\n" + b"after\n"
+    assert send_lines(s.fileno(), data) == (2, 1, 0)
+    assert received(sink) == [b"before\n", b"after\n"]
+    assert send_lines(s.fileno(), data, maxlen=65507) == (3, 0, 0)  # cut to a datagram's size: sent
+    got = received(sink)
+    assert [len(g) for g in got] == [7, 65507, 6] and got[1].endswith(b"x\n")
+    s.close()
+    sink.close()
