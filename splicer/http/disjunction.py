@@ -31,6 +31,9 @@ their verdict is remembered by the part's value. compile_parts() writes one func
 and returns it as the ``__call__`` of a subclass of the AnyOf it stands for (the class's
 call slot is the function itself: no extra frame). The memos are the same as
 sample.remembered()'s: MEMO_SIZE keys of at most MEMO_KEY_MAX bytes, started over when full.
+A part keyed by the query string (SPARSE_KEYS) also counts the calls, and pauses its memo
+(runs its tests without probing or filling it) for a while when it filled up too fast to
+have paid: unique query strings then cost no memo work.
 """
 from __future__ import annotations
 

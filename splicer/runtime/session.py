@@ -95,7 +95,7 @@ class HttpSession:
         self.view = None                     # the request's sample.RequestView
         self.rules_in = route.request_rules  # the http-request header rules left to apply
         self.rewritten = False               # the rules changed the request's method or fields
-        self.streams = 0                     # streams started on this session (http-reuse safe)
+        self.streams = 0                     # requests taken: streams and local answers (http-reuse safe, the log's first)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
         self._addr = None                    # (client ip, client port, local ip, local port), for request views
