@@ -38,6 +38,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import ahocorasick
+
 from splicer.http import sample as smp
 from splicer.http.disjunction import Part, compile_parts
 from splicer.http.sample import BOOL, IP, STR, Fetch, RequestView, SampleError
@@ -106,6 +108,65 @@ def _strings(patterns: list[tuple[str, bool]]) -> tuple[frozenset, frozenset]:
     exact = frozenset(p.encode() for p, i in patterns if not i)
     folded = frozenset(p.encode().lower() for p, i in patterns if i)
     return exact, folded
+
+
+AUTOMATON_MIN = 24
+"""From this many `-m sub` patterns on, they are searched together by one Aho-Corasick
+automaton (pyahocorasick): one pass over the sample whatever their number, where a search per
+pattern costs milliseconds for hundreds of patterns on a long header."""
+
+
+def _automaton(patterns: frozenset):
+    """A pyahocorasick automaton of `patterns` (bytes, as latin-1 text), or None for none."""
+    if not patterns:
+        return None
+    auto = ahocorasick.Automaton()
+    for p in patterns:
+        text = p.decode("latin-1")
+        auto.add_word(text, text)
+    auto.make_automaton()
+    return auto
+
+
+def _substring_tester(exact: frozenset, folded: frozenset) -> Callable[[bytes], bool]:
+    """bytes -> bool for `-m sub`: some exact pattern occurs in the sample, or some folded
+    (`-i`, lower case) one in the sample ASCII-lower-cased (haproxy's -i). Patterns and
+    sample are compared as latin-1 text (one character per byte: the same substrings):
+    ``pattern in sample`` on bytes costs a buffer-protocol call per pattern on CPython
+    3.11, on str it does not. Up to AUTOMATON_MIN patterns, one search each, as haproxy's
+    -m sub; from there one Aho-Corasick pass. (A regex alternation is quicker on short
+    samples but slower by far, with -i or long samples, on text that shares the patterns'
+    letters.) An empty pattern occurs in every sample."""
+    if b"" in exact or (b"" in folded):
+        return lambda b: True
+    if len(exact) + len(folded) >= AUTOMATON_MIN:
+        ex_auto, fo_auto = _automaton(exact), _automaton(folded)
+
+        def test_sub_many(b: bytes) -> bool:
+            if ex_auto is not None:
+                for _ in ex_auto.iter(b.decode("latin-1")):
+                    return True
+            if fo_auto is not None:
+                for _ in fo_auto.iter(b.lower().decode("latin-1")):
+                    return True
+            return False
+        return test_sub_many
+    subs_ex = tuple(p.decode("latin-1") for p in exact)
+    subs_fo = tuple(p.decode("latin-1") for p in folded)
+
+    def test_sub(b: bytes) -> bool:
+        if subs_ex:
+            s = b.decode("latin-1")
+            for p in subs_ex:
+                if p in s:
+                    return True
+        if subs_fo:
+            s = b.lower().decode("latin-1")
+            for p in subs_fo:
+                if p in s:
+                    return True
+        return False
+    return test_sub
 
 
 SMALL_SET = 16
@@ -358,28 +419,7 @@ def _bytes_tester(method: str, patterns: list[tuple[str, bool]], what: str) -> C
             return False
         return test
     if method == "sub":
-        # the patterns and the sample as latin-1 text (one character per byte: the same
-        # substrings): ``pattern in sample`` on bytes costs a buffer-protocol call per
-        # pattern on CPython 3.11, on str it does not; the -i ones against the sample
-        # ASCII-lower-cased (haproxy's -i). One search per pattern, as haproxy's -m sub
-        # (a regex alternation is quicker on short samples but slower by far, with -i
-        # or long samples, on text that shares the patterns' letters)
-        subs_ex = tuple(p.decode("latin-1") for p in exact)
-        subs_fo = tuple(p.decode("latin-1") for p in folded)
-
-        def test_sub(b: bytes) -> bool:
-            if subs_ex:
-                s = b.decode("latin-1")
-                for p in subs_ex:
-                    if p in s:
-                        return True
-            if subs_fo:
-                s = b.lower().decode("latin-1")
-                for p in subs_fo:
-                    if p in s:
-                        return True
-            return False
-        return test_sub
+        return _substring_tester(exact, folded)
     if method == "dir":
         return _word_matcher(patterns, b"/?")
     if method == "dom":

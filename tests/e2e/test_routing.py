@@ -180,6 +180,29 @@ def test_pattern_file_routes(start_splicer, farm, tmp_path):
         b"web2", b"web2", b"web1"]
 
 
+def test_a_long_substring_list_denies_by_user_agent(start_splicer, farm, tmp_path):
+    """A bot list of 600 `-m sub -i` patterns (one automaton pass, acl.AUTOMATON_MIN) on an
+    8 KB User-Agent: a listed word anywhere, in any case, is denied; regex metacharacters in
+    the list are plain characters; the rest is routed."""
+    words = [f"crawler{i}.bot" for i in range(598)] + ["[z", "q|w"]
+    (tmp_path / "bots.lst").write_text("# user-agent substrings\n" + "\n".join(words) + "\n")
+    port = free_port()
+    start_splicer(farm_config(port, farm, f"""
+    acl bot hdr(user-agent) -m sub -i -f {tmp_path / 'bots.lst'}
+    http-request deny if bot
+    default_backend one
+"""), [port])
+    pad = b"Mozilla/5.0 (X11; Linux x86_64) " * 250
+    assert len(pad) >= 8000
+    for ua, denied in ((pad, False), (pad + b"CRAWLER597.BOT/1", True), (b"x crawler0.bot", True),
+                       (pad + b"crawler5xbot", False), (b"a [Z b", True), (b"q|w", True), (b"qw", False)):
+        resp = get(port, extra=b"User-Agent: " + ua + b"\r\n")
+        if denied:
+            assert resp.startswith(b"HTTP/1.1 403 "), (ua[-20:], resp[:40])
+        else:
+            assert served_by(resp) == b"web1", (ua[-20:], resp[:40])
+
+
 def test_dynamic_backend_name_from_the_host(start_splicer, farm):
     port = free_port()
     start_splicer(farm_config(port, farm, """

@@ -329,3 +329,34 @@ def test_sub_matches_when_some_pattern_occurs(patterns, sample):
     texts = [(p.decode("latin-1").encode(), i) for p, i in patterns]  # (what the config's text gives)
     naive = any((p.lower() in sample.lower()) if i else (p in sample) for p, i in texts)
     assert m.test_one(sample) is naive
+
+
+@given(st.lists(st.tuples(st.binary(max_size=4).map(lambda b: bytes(_SUB_ALPHABET[x % len(_SUB_ALPHABET)] for x in b)),
+                          st.booleans()), min_size=1, max_size=60),
+       st.binary(max_size=40).map(lambda b: bytes(_SUB_ALPHABET[x % len(_SUB_ALPHABET)] for x in b)))
+@settings(max_examples=300, deadline=None)
+def test_sub_with_many_patterns_is_the_same_one_pass(patterns, sample):
+    """From acl.AUTOMATON_MIN patterns on, -m sub is one Aho-Corasick pass: the same verdicts
+    as the searches one by one (and as a plain substring test)."""
+    from splicer.http import acl as acl_mod
+    many = [(p.decode("latin-1"), i) for p, i in patterns]
+    while len(many) < acl_mod.AUTOMATON_MIN:  # (padding that never occurs: \x01 is not in the alphabet)
+        many.append((f"\x01{len(many)}", len(many) % 2 == 0))
+    m = compile_matcher("sub", many, "acl 't'")
+    texts = [(p.encode(), i) for p, i in many]
+    naive = any((p.lower() in sample.lower()) if i else (p in sample) for p, i in texts)
+    assert m.test_one(sample) is naive
+
+
+def test_sub_with_hundreds_of_patterns_uses_one_automaton():
+    from splicer.http import acl as acl_mod
+    pats = [(f"bot{i}x", i % 2 == 1) for i in range(500)]
+    m = compile_matcher("sub", pats, "acl 't'")
+    exact = frozenset(p.encode() for p, i in pats if not i)
+    folded = frozenset(p.encode().lower() for p, i in pats if i)
+    assert acl_mod._substring_tester(exact, folded).__name__ == "test_sub_many"
+    assert acl_mod._substring_tester(frozenset([b"a"]), frozenset()).__name__ == "test_sub"
+    ua = b"Mozilla/5.0 " * 700  # an 8 KB header
+    assert not m.test_one(ua)
+    assert m.test_one(ua + b"BOT499X") and not m.test_one(ua + b"BOT498X") and m.test_one(ua + b"bot498x")
+    assert acl_mod.AUTOMATON_MIN <= 500
