@@ -469,9 +469,10 @@ class AclExpr:
 
 
 def read_pattern_file(path: str, base_dir: str, what: str) -> list[str]:
-    """Patterns of a ``-f`` file: one per line, leading spaces and tabs stripped, empty
-    lines and lines starting with '#' skipped, so that " #x" is the pattern "#x" (haproxy 7.1). A relative path is taken from
-    the configuration file's directory.
+    """Patterns of a ``-f`` file: one per line (lines end at LF, a CR before it dropped),
+    leading spaces and tabs stripped, empty lines and lines starting with '#' skipped, so
+    that " #x" is the pattern "#x" (haproxy 7.1). A relative path is taken from the
+    configuration file's directory.
 
     Raises:
         AclError: the file cannot be read or is not UTF-8.
@@ -487,7 +488,8 @@ def read_pattern_file(path: str, base_dir: str, what: str) -> list[str]:
     except UnicodeDecodeError:
         raise AclError(f"{what}: pattern file '{path}' is not UTF-8") from None
     out = []
-    for raw in text.splitlines():
+    for raw in text.split("\n"):  # (haproxy reads lines up to LF: not str.splitlines(), which also
+        # breaks at U+2028, U+0085, form feeds... a pattern may hold)
         if raw.startswith("#"):  # a comment; " #x" (leading space) is the pattern "#x"
             continue
         line = raw.lstrip(" \t").rstrip("\r")

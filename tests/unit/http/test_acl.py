@@ -167,6 +167,17 @@ def test_pattern_files(tmp_path):
     assert hit == [b"static.example", b"img.example", b"#not a comment", b"extra"]
 
 
+def test_pattern_file_lines_end_at_lf_only(tmp_path):
+    """Lines end at LF (a CR before it dropped), as haproxy reads them: a pattern may hold
+    U+2028, U+0085 or a form feed, which str.splitlines() would break at."""
+    (tmp_path / "p.lst").write_bytes("abc\u2028def\r\nx\x0cy\nnel\u0085z".encode())
+    from splicer.http.acl import read_pattern_file
+    assert read_pattern_file("p.lst", str(tmp_path), "acl 'x'") == ["abc\u2028def", "x\x0cy", "nel\u0085z"]
+    _, expr = parse_acl(["x", "req.hdr(x)", "-m", "sub", "-f", "p.lst"], str(tmp_path))
+    assert not expr(req(fields=[(b"X", b"abc")])) and not expr(req(fields=[(b"X", b"def")]))
+    assert expr(req(fields=[(b"X", "-abc\u2028def-".encode())]))
+
+
 def test_m_must_precede_f_and_file_must_exist(tmp_path):
     (tmp_path / "p.lst").write_text("/a\n")
     with pytest.raises(AclError) as exc:
