@@ -224,25 +224,33 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
     that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
     frontend as backend, no backend having been chosen yet); or, with `req` (its head
     `raw`), a request answered by splicer itself (an http-request rule, a 503 for want of a
-    backend, an ambiguous target refused), logged with its request line and `backend`."""
+    backend, an ambiguous target refused), logged with its request line and `backend`,
+    and timed as a stream is (8.4): on the connection's first request TR runs from the
+    accept to its head (HttpSession.t_local: when splicer took it to answer) and Ti is 0;
+    on a later one Ti runs from the end of the previous response to its head, TR is 0 and
+    the line is dated from its head."""
     fe = s.fe
     if req is not None:
         caps = fe.captures
         line, method, uri, version = request_line(raw), req.method, req.target, b"HTTP/" + req.version
         hr = _capture(req.headers, caps[0]) if caps[0] else ()
-        TR = _ms(s.t_idle - s.t_accept) if not s.streams else 0
+        if not s.streams:
+            start, Ti, TR = s.t_accept, 0, _ms(s.t_local - s.t_accept)
+        else:
+            start, Ti, TR = s.t_local, _ms(s.t_local - s.t_idle), 0
     else:
         line = method = uri = version = b""
         hr = (None,) * len(fe.captures[0])
         TR = -1
+        start = s.t_accept if not s.streams else s.t_idle
+        Ti = 0 if s.streams else -1
     off = logger.hub.offset
-    start = s.t_accept if not s.streams else s.t_idle
     fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
     caps = fe.captures
     Ta = _ms(now - start)
     return LogRecord(
         s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
-        0, 0 if s.streams else -1, TR, -1, -1, -1, Ta, Ta,
+        0, Ti, TR, -1, -1, -1, Ta, Ta + Ti if Ti > 0 else Ta,
         fe.name, backend or fe.name, NOSRV, status or -1, sent, received,
         str(term), str(term) + "--", fe.proxy.active, fe.active, 0, 0, 0, False, 0, 0,
         hr, (None,) * len(caps[1]), line, method, uri, version, 0, 0, logger.next_id(), "http")

@@ -72,7 +72,7 @@ class HttpSession:
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
                  "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
-                 "log_peer")
+                 "log_peer", "t_local")
 
     def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -100,6 +100,7 @@ class HttpSession:
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
         self._addr = None                    # (client ip, client port, local ip, local port), for request views
         self.log_peer = None                 # "ip:port" of the client as an access log shows it (collect.py)
+        self.t_local = 0.0                   # when the request being answered here was taken (its log's timers)
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
@@ -510,6 +511,7 @@ class HttpSession:
         date run from the end of this answer, and http-reuse safe sees a later request),
         and a close once it is idle is no empty connection to log. True: the session goes
         on."""
+        self.t_local = self.loop.time()
         try:
             return await self._answer_here(req, raw, d)
         finally:

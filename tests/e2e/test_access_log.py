@@ -380,6 +380,41 @@ def test_a_request_after_a_local_answer_is_not_the_connections_first(start_splic
     assert mine == [denied, ok], mine  # two requests, two lines: the idle close is no empty connection
 
 
+def test_locally_answered_requests_are_timed_and_dated_as_streams(start_splicer, tmp_path, origin):
+    """Two denied requests on one connection, after pauses: the first's TR runs from the
+    accept (the pause before it), Ti 0; the second is dated from its own head, Ti is the
+    pause before it, TR 0, and Ta only its own answer (haproxy 8.4, as for a stream)."""
+    sp, path = start(start_splicer, tmp_path, [("o1", origin.port)],
+                     frontend="    http-request deny if { path_beg /deny }\n",
+                     defaults='    log-format "%tr Ti=%Ti TR=%TR Ta=%Ta Tt=%Tt %ST %r"\n')
+    tc = time.time()
+    s = socket.create_connection(("127.0.0.1", sp.port), timeout=10)
+    try:
+        time.sleep(0.3)
+        s.sendall(b"GET /deny/1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert read_response(s)[0].startswith(b"HTTP/1.1 403 ")
+        t1 = time.time()
+        time.sleep(0.5)
+        t2 = time.time()
+        s.sendall(b"GET /deny/2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert read_response(s)[0].startswith(b"HTTP/1.1 403 ")
+        t3 = time.time()
+    finally:
+        s.close()
+    pat = re.compile(r"(\S+) Ti=(-?\d+) TR=(-?\d+) Ta=(\d+) Tt=(\d+) 403 GET /deny/(\d) HTTP/1.1\Z")
+    got = {}
+    for ln in lines_of(path, 2, "/deny/"):
+        m = pat.match(ln)
+        assert m is not None, ln
+        date = time.mktime(time.strptime(m.group(1)[:-4], "%d/%b/%Y:%H:%M:%S")) + int(m.group(1)[-3:]) / 1000
+        got[m.group(6)] = (date, *(int(m.group(i)) for i in (2, 3, 4, 5)))
+    date, Ti, TR, Ta, Tt = got["1"]
+    assert Ti == 0 and TR >= 290 and Ta >= TR and Ta <= (t1 - tc) * 1000 + 2, got["1"]  # from the accept
+    date, Ti, TR, Ta, Tt = got["2"]
+    assert date >= t2 - 0.05, (got["2"], t2)  # its own head's date, not the end of the first answer
+    assert TR == 0 and Ti >= 490 and Ta <= (t3 - t2) * 1000 + 2 and Tt == Ti + Ta, got["2"]
+
+
 @pytest.mark.parametrize("checks", [False, True])
 def test_server_state_changes_and_log_health_checks(start_splicer, tmp_path, origin, checks):
     path = tmp_path / "backend.log"
