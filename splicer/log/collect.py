@@ -257,10 +257,12 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
 
 
 def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: float, logger,
-                  now: float, tried=None) -> LogRecord:
+                  now: float, tried=None, retries: int = 0) -> LogRecord:
     """The record of a tcp-mode session (`option tcplog`): Tw/Tc up to the server
-    connection, Tt the whole session. `tried`: with no lease, the server of the last
-    failed connect (haproxy's %s names it), or None (<NOSRV>)."""
+    connection, Tt the whole session. With no lease: `tried`, the server of the last
+    failed connect (haproxy's %s names it), or None (<NOSRV>); `retries`, the connects made
+    again (%rc); Tw the queue wait when it ended in the queue, else 0 (the connects' time
+    is no queue wait: haproxy 8.4), and Tc -1."""
     ci, cp = (peer[0], peer[1]) if isinstance(peer, tuple) else ("unknown", 0)
     off = logger.hub.offset
     be = fe.backend
@@ -269,7 +271,7 @@ def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: flo
         Tc = _ms(lease.connect)
         Tw = max(0, _ms(t_lease - t_accept) - Tc)
     else:
-        Tw, Tc = _ms(now - t_accept), -1
+        Tw, Tc = (_ms(now - t_accept) if term.phase is Phase.QUEUE else 0), -1
     Tt = _ms(now - t_accept)
     ac, fc, bc, sc, bq = _conns(fe, be, srv)
     ts = str(term)
@@ -277,7 +279,7 @@ def tunnel_record(fe, peer, lease, term, up, down, t_accept: float, t_lease: flo
         ci, cp, "", 0, t_accept + off, t_accept + off, 0, -1, -1, Tw, Tc, -1, Tt, Tt,
         fe.name, be.name if be is not None else fe.name, srv.model.name if srv is not None else NOSRV,
         -1, down.moved if down is not None else 0, up.moved if up is not None else 0,
-        ts, ts + "--", ac, fc, bc, sc, lease.failures if lease is not None else 0,
+        ts, ts + "--", ac, fc, bc, sc, lease.failures if lease is not None else retries,
         bool(lease is not None and lease.redispatched), 0, bq, (), (), b"", b"", b"", b"",
         (up.spliced + down.spliced) if up is not None else 0, (up.copied + down.copied) if up is not None else 0,
         logger.next_id(), "tcp")

@@ -206,7 +206,7 @@ class FrontendRT:
                 record_termination(t, self.counters, be.counters, None)
                 if self.logger is not None:
                     self.logger.tunnel(tunnel_record(self, peer, None, t, None, None, t_accept, 0.0, self.logger,
-                                                  self.loop.time(), exc.server))
+                                                  self.loop.time(), exc.server, exc.retries))
                 return
             t_lease = self.loop.time()
             route = self.route
