@@ -444,10 +444,10 @@ TCPLOG = re.compile(
     r"(?P<ac>\d+)/(?P<fc>\d+)/(?P<bc>\d+)/(?P<sc>\d+)/(?P<rc>\+?\d+) (?P<sq>\d+)/(?P<bq>\d+)\Z")
 
 
-def test_tcplog_for_a_tcp_connection(start_splicer, tmp_path, origin):
-    port = free_port()
-    path = tmp_path / "tcp.log"
-    cfg = f"""
+def tcplog_config(port: int, path, server: int, *, backend: str = "", frontend: str = "") -> str:
+    """A tcp-mode frontend `tcpin` logging with option tcplog to the file `path`, its
+    backend `tcpfarm` one server on port `server` (named o1, or as `backend` says)."""
+    return f"""
 global
     nbthread 1
 defaults
@@ -459,12 +459,16 @@ defaults
 frontend tcpin
     bind 127.0.0.1:{port}
     log file@{path} format raw daemon
-    option dontlognull
-    default_backend tcpfarm
+{frontend}    default_backend tcpfarm
 backend tcpfarm
-    server o1 127.0.0.1:{origin.port}
+{backend or f"    server o1 127.0.0.1:{server}"}
 """
-    start_splicer(cfg, [port])
+
+
+def test_tcplog_for_a_tcp_connection(start_splicer, tmp_path, origin):
+    port = free_port()
+    path = tmp_path / "tcp.log"
+    start_splicer(tcplog_config(port, path, origin.port, frontend="    option dontlognull\n"), [port])
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     cport = s.getsockname()[1]
     s.sendall(b"GET /ok/tcp HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
@@ -486,24 +490,8 @@ def test_tcplog_connect_failure_names_the_server_tried(start_splicer, tmp_path):
     (haproxy's %s), as in http mode."""
     port = free_port()
     path = tmp_path / "tcp.log"
-    cfg = f"""
-global
-    nbthread 1
-defaults
-    mode tcp
-    option tcplog
-    retries 1
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
-frontend tcpin
-    bind 127.0.0.1:{port}
-    log file@{path} format raw daemon
-    default_backend tcpfarm
-backend tcpfarm
-    server dead 127.0.0.1:{free_port()}
-"""
-    start_splicer(cfg, [port])
+    start_splicer(tcplog_config(port, path, 0, backend=f"    retries 1\n    server dead 127.0.0.1:{free_port()}"),
+                  [port])
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     cport = s.getsockname()[1]
     s.sendall(b"hello")
