@@ -77,10 +77,20 @@ values) in fewer than PAY_CALLS calls of the function (fewer than one probe in f
 is paused, its tests run as they are, for PAUSE_CALLS calls, then tried again (as
 runtime/decisions.py's DecisionMemo pauses)."""
 
-PAY_CALLS = smp.MEMO_SIZE * 4 // 3
+HEAD_KEYS = frozenset({"path", "method", "version", "field", "src", "dst", "src_port", "dst_port"})
+"""The kinds whose value is a function of the request head without its query string (and
+of the connection's addresses): a disjunction with several parts of these kinds remembers
+their verdict together by one key, the head's bytes without the query
+(RequestView.head_key) and the addresses they read, when the view has one: a request that
+repeats its head but for the query (a cache-buster, an id, a search) costs one probe for
+all of them, not one per part, nor reading each part."""
+
+ADDRESS_KEYS = ("src", "src_port", "dst", "dst_port")
+
+PAY_CALLS = smp.PAY_CALLS
 """Calls within which a sparse part's memo filling up means it did not pay."""
 
-PAUSE_CALLS = smp.MEMO_SIZE * 8
+PAUSE_CALLS = smp.PAUSE_CALLS
 """Calls a sparse part's memo stays paused."""
 
 
@@ -106,6 +116,13 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
     """The function ``(self, view) -> bool`` that is True when a test of some part holds,
     the parts in order (see the module's theory of operation).
 
+    With two parts or more of HEAD_KEYS kinds, it first asks the view for its head key
+    (RequestView.head_key: b"" when the view has none, as a response's, or one a rule
+    changed): with one, the verdict of those parts is looked up by it (and the addresses
+    they read), computed on a miss by them alone (with their own memos), and only the other
+    parts run in order after it, as a function of their own; the memo pauses, as a sparse
+    part's, when it fills up too fast to pay. Without one, every part runs in order.
+
     Args:
         parts: the parts, in evaluation order.
         base: unused by the code; named in its docstring (the class it is the call of).
@@ -114,15 +131,53 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
     Raises:
         KeyError: a part's key is not a KEYS kind.
     """
+    head = [p for p in parts if p.key in HEAD_KEYS]
+    if len(head) < 2:
+        return _compile(parts, base, filename)
+    rest = [p for p in parts if p.key not in HEAD_KEYS]
+    addresses = [a for a in ADDRESS_KEYS if any(p.key == a for p in head)]
+    key = "hk" if not addresses else "(hk, " + ", ".join(f"view.{a}" for a in addresses) + ")"
+    lines = ["    if hp <= n and view.response_fields is None:",
+             "        hk = view._hk",
+             "        if hk is None:",
+             "            hk = view.head_key()",
+             "        if hk:",
+             f"            k = {key}",
+             "            r = gh(k)",
+             "            if r is None:",
+             "                r = HEAD(self, view)",
+             "                if len(mh) >= MEMO_SIZE:",
+             "                    if n - hc < PAY_CALLS:",
+             "                        hp = n + PAUSE_CALLS",
+             "                    hc = n",
+             "                    mh.clear()",
+             "                if len(hk) <= MEMO_KEY_MAX:",
+             "                    mh[k] = r",
+             "            if r:",
+             "                return True",
+             "            return REST(self, view)" if rest else "            return False"]
+    memo: dict = {}
+    extra = {"HEAD": _compile(head, base, filename + " head"), "mh": memo, "gh": memo.get, "hp": 0, "hc": 0,
+             "REST": _compile(rest, base, filename + " rest") if rest else None}
+    return _compile(parts, base, filename, lines, extra)
+
+
+def _compile(parts: list[Part], base: type, filename: str, first: list | None = None,
+             extra: dict | None = None) -> Callable:
+    """compile_parts() without its head-key memo: the parts in order, after the lines
+    `first` (which may read and assign ``n``, ``hp`` and ``hc``, the names of `extra`)."""
     ns: dict = {"MEMO_SIZE": smp.MEMO_SIZE, "MEMO_KEY_MAX": smp.MEMO_KEY_MAX, "_key_size": smp._key_size,
                 "PAY_CALLS": PAY_CALLS, "PAUSE_CALLS": PAUSE_CALLS, "n": 0}
     lines = ["def disjunction(self, view):", f'    """{base.__name__}.__call__, compiled (disjunction.compile_parts)."""']
     sparse = [i for i, p in enumerate(parts) if p.key in SPARSE_KEYS and (p.remember or p.key in ATTRIBUTE_KEYS)]
-    if sparse:
-        lines.append("    global n, " + ", ".join(f"p{i}, c{i}" for i in sparse))
+    if sparse or first:
+        lines.append("    global n" + "".join(f", p{i}, c{i}" for i in sparse) + (", hp, hc" if first else ""))
         lines.append("    n += 1")
         for i in sparse:
             ns[f"p{i}"] = ns[f"c{i}"] = 0
+    if first:
+        ns.update(extra)
+        lines += first
     for i, part in enumerate(parts):
         names = []
         for j, t in enumerate(part.tests):

@@ -97,9 +97,21 @@ class RequestView:
     (set_target, set_method), so each later rule reads what the earlier ones left.
     """
 
-    __slots__ = ("method", "url", "target", "version", "fields", "src", "src_port", "dst", "dst_port",
-                 "has_body", "nbsrv", "status", "response_fields", "auth", "vars", "_src_ip", "_dst_ip",
-                 "_by_name", "_parts", "_path")
+    # Built once per request on the rules' path (session.request_view): only what every
+    # request has is stored; the rest reads these class defaults until a caller sets it
+    # (a response's status and fields, credential verdicts, the caches below).
+    src, src_port, dst, dst_port = "", 0, "", 0
+    nbsrv = None
+    status = 0
+    response_fields = None
+    auth = None
+    vars = None
+    framing = None  # the request's framing.Framing, which has_body reads (None: _body)
+    _body = False
+    _src_ip = _dst_ip = None
+    _by_name = _parts = _path = None
+    _raw = None  # the head's bytes (request_view_of), until a rule changes the request
+    _hk = None  # head_key(), once asked
 
     def __init__(self, method: bytes, url: bytes, target: bytes, version: bytes, fields,
                  src: str = "", src_port: int = 0, dst: str = "", dst_port: int = 0,
@@ -108,14 +120,24 @@ class RequestView:
         self.method, self.url, self.target, self.version = method, url, target, version
         self.fields = fields
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
-        self.has_body = has_body
         self.nbsrv = nbsrv
-        self.status = status
-        self.response_fields = response_fields
-        self.auth = auth
         self.vars = vars
-        self._src_ip = self._dst_ip = None
-        self._by_name = self._parts = self._path = None
+        if has_body:
+            self._body = True
+        if status:
+            self.status = status
+        if response_fields is not None:
+            self.response_fields = response_fields
+        if auth is not None:
+            self.auth = auth
+
+    @property
+    def has_body(self) -> bool:
+        """The request announces a body (Content-Length > 0 or chunked)."""
+        f = self.framing
+        if f is None:
+            return self._body
+        return f.kind is BodyKind.CHUNKED or (f.kind is BodyKind.LENGTH and f.length > 0)
 
     def values(self, name: bytes | None) -> list[bytes]:
         """The values of the request's fields named `name` (lower case; None: every field),
@@ -152,6 +174,22 @@ class RequestView:
             self._path = p
         return p
 
+    def head_key(self) -> bytes:
+        """The head's bytes without the query string (the request-target cut at its '?'),
+        cached: what every part of the request but its query is a function of, so a key
+        that the verdicts of those parts may be remembered by (http/disjunction.py).
+        b"" when there is none: a view not built from a head (request_view_of), or whose
+        target, method or fields a rule changed."""
+        raw = self._raw
+        if raw is None:
+            self._hk = b""
+            return b""
+        sp = raw.find(b" ")
+        end = raw.find(b" ", sp + 1)  # (the request line has exactly two spaces: parse_request)
+        q = raw.find(b"?", sp + 1, end)
+        k = self._hk = raw if q < 0 else raw[:q] + raw[end:]
+        return k
+
     def rule_url(self) -> bytes:
         """The ``url`` rules compare: the target as sent, its path in the form path() gives
         (the scheme and authority of an absolute-form target kept)."""
@@ -174,6 +212,7 @@ class RequestView:
             self.url = self.url[:len(self.url) - len(self.target)] + target
         self.target = target
         self._path = None
+        self._raw, self._hk = None, b""
 
     def set_fields(self, fields) -> None:
         """Take the field list a header rule left (a new list: the old one is never
@@ -181,9 +220,12 @@ class RequestView:
         if fields is not self.fields:
             self.fields = fields
             self._by_name = self._parts = None
+            self._raw, self._hk = None, b""
 
     def set_method(self, method: bytes) -> None:
         """Take the method a ``set-method`` rule wrote; ``method`` fetches read it."""
+        if method != self.method:
+            self._raw, self._hk = None, b""
         self.method = method
 
     def src_ip(self):
@@ -210,21 +252,24 @@ def request_view_of(req, raw: bytes, src: str = "", src_port: int = 0, dst: str 
             line when parse_request turned an absolute-form target into origin-form).
         src, src_port, dst, dst_port, nbsrv, vars: as RequestView's.
     """
-    kind = req.framing.kind
-    body = kind is BodyKind.CHUNKED or (kind is BodyKind.LENGTH and req.framing.length > 0)
-    m = len(req.method)
-    if raw[m + 1:m + 2] == b"/":
-        url = req.target  # origin-form: parse_request keeps it as sent
+    target = req.target
+    if raw.startswith(b"/", len(req.method) + 1):
+        url = target  # origin-form: parse_request keeps it as sent
     else:
         start = 0
         while raw.startswith(b"\r\n", start):  # empty lines before the request line (RFC 9112 section 2.2)
             start += 2
         first = raw[start:raw.find(b"\r\n", start)].split(b" ")
-        url = first[1] if len(first) == 3 else req.target
-    return RequestView(req.method, url, req.target, req.version, req.headers, src, src_port, dst, dst_port,
-                       body, nbsrv, vars=vars)
+        url = first[1] if len(first) == 3 else target
+    # (built without __init__'s call: this runs once per request on the rules' path)
+    view = _new(RequestView)
+    view.method, view.url, view.target, view.version, view.fields = req.method, url, target, req.version, req.headers
+    view.src, view.src_port, view.dst, view.dst_port = src, src_port, dst, dst_port
+    view.framing, view.nbsrv, view.vars, view._raw = req.framing, nbsrv, vars, raw
+    return view
 
 
+_new = object.__new__
 _EMPTY: list = []  # shared, never changed
 
 
@@ -857,6 +902,50 @@ def remembered(fn: Callable[[RequestView], object], key_of: Callable[[RequestVie
     return run
 
 
+PAY_CALLS = MEMO_SIZE * 4 // 3
+"""Calls within which a memo that fills up (MEMO_SIZE new keys) is judged not to pay: fewer
+than one probe in four hit (remembered_by_head, http/disjunction.py)."""
+
+PAUSE_CALLS = MEMO_SIZE * 8
+"""Calls for which a memo that did not pay is left alone (no probe, no insert)."""
+
+
+def remembered_by_head(fn: Callable[[RequestView], object]) -> Callable:
+    """`fn` (view -> a result other than None, a pure function of the request's fields: a
+    remembered() function of their values) remembering its results by the head without
+    its query (RequestView.head_key), for views that have one: a request that repeats its
+    head but for the query costs one probe, and no field index. Views without a head key,
+    and every view while the memo pauses (it filled within PAY_CALLS calls: heads do not
+    repeat, as with per-user cookies), go to `fn` itself."""
+    memo: dict = {}
+    get = memo.get
+    n = filled = paused = 0
+
+    def run(view):
+        nonlocal n, filled, paused
+        n += 1
+        if paused > n or view.response_fields is not None:
+            return fn(view)
+        hk = view._hk
+        if hk is None:
+            hk = view.head_key()
+        if not hk:
+            return fn(view)
+        r = get(hk)
+        if r is None:
+            r = fn(view)
+            if len(memo) >= MEMO_SIZE:
+                if n - filled < PAY_CALLS:
+                    paused = n + PAUSE_CALLS
+                filled = n
+                memo.clear()
+            if len(hk) <= MEMO_KEY_MAX:
+                memo[hk] = r
+        return r
+    run.memo = memo
+    return run
+
+
 DERIVED_BASES = ("hdr", "path", "url", "urlp", "req.cook", "cook")
 """Fetches with ACL derivatives ``<base>_<method>`` (haproxy 7.3.6 "ACL derivatives")."""
 
@@ -1228,7 +1317,8 @@ def name_renderer(parts: tuple) -> Callable[[RequestView], str]:
     """view -> the text of a parsed name format (parse_name_format) as str (latin-1).
     When every sample in it reads one part of the request (Fetch.source), the text is
     remembered by those parts' values (remembered()): a dynamic ``use_backend`` name is
-    computed once per Host value, not once per request."""
+    computed once per Host value, not once per request. When they are all fields, by the
+    head without its query too (remembered_by_head) when the view has one."""
     fetches = [p for p in parts if not isinstance(p, bytes)]
 
     def render(view) -> str:
@@ -1237,11 +1327,13 @@ def name_renderer(parts: tuple) -> Callable[[RequestView], str]:
         return render
     keys = tuple(source_key(f.source) for f in fetches)
     if len(keys) == 1:
-        return remembered(render, keys[0])
-
-    def key_of(view):
-        ks = tuple(k(view) for k in keys)
-        return None if None in ks else ks
+        key_of = keys[0]
+    else:
+        def key_of(view):
+            ks = tuple(k(view) for k in keys)
+            return None if None in ks else ks
+    if all(f.source[0] == "field" for f in fetches):
+        return remembered_by_head(remembered(render, key_of))
     return remembered(render, key_of)
 
 

@@ -82,17 +82,16 @@ class Vars:
     ``req`` variables are gone and ``res`` ones start. Values are bytes.
     """
 
-    __slots__ = ("proc", "sess", "txn", "req", "res", "_response")
+    # the dicts of one message's scopes are made by the first set(): most requests of a
+    # configuration that uses variables set few, and many set none (class defaults until then)
+    txn: dict | None = None
+    req: dict | None = None
+    res: dict | None = None
+    _response = False
 
     def __init__(self, sess: dict | None = None, proc: dict | None = None) -> None:
         self.proc = {} if proc is None else proc
         self.sess = {} if sess is None else sess
-        # the dicts of one message's scopes are made by the first set(): most requests
-        # of a configuration that uses variables set few, and many set none
-        self.txn: dict | None = None
-        self.req: dict | None = None
-        self.res: dict | None = None
-        self._response = False
 
     def response(self) -> None:
         """Enter the response phase (haproxy: "req" variables live until the first server

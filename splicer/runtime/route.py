@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Callable, Mapping
 
 from splicer.config.model import Backend, Frontend, Global
 from splicer.http.actions import BAD_REQUEST, LocalRule, first_local, merge_runs
@@ -184,6 +184,8 @@ class Switching:
             (runtime/decisions.py), or None when they may not be (some rule edits the
             request or reads more than its head and addresses): the session asks it
             before calling choose(), and keeps choose()'s answer in it.
+        decide: view -> Decision, what the session calls: compile_choose()'s function
+            when there is one (the same answers as choose(), in one frame), else choose.
     """
 
     fe_rules: tuple
@@ -195,6 +197,11 @@ class Switching:
     fe_edits: bool = True
     memo: DecisionMemo | None = field(default=None, compare=False)
     _forwards: dict = field(default_factory=dict, compare=False, repr=False)
+    decide: object = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # what the session calls per request: choose(), compiled when it can be
+        object.__setattr__(self, "decide", compile_choose(self) or self.choose)
 
     def choose(self, view) -> Decision:
         """Run the frontend's http-request rules, its use_backend rules (the first whose
@@ -230,6 +237,12 @@ class Switching:
                 break
         if name is None:
             return Decision(None, None, cut_fe, 0)
+        return self.after_frontend(view, name, cut_fe, method)
+
+    def after_frontend(self, view, name: str, cut_fe: int, method: bytes) -> Decision:
+        """The rest of choose() once the frontend's rules ran (`cut_fe` of them) and
+        backend `name` was picked: its http-request rules, then the checks of what the
+        rules leave. `method` is the client's."""
         be_rules = self.be_rules[name]
         rule, cut_be = (first_local(be_rules, view, StreamInfo(view.src, view.src_port, view.dst, view.dst_port,
                                                                self.frontend, name))
@@ -249,6 +262,70 @@ class Switching:
                 d = self._forwards[key] = Decision(None, name, cut_fe, cut_be)
             return d
         return Decision(rule, name, cut_fe, cut_be)
+
+
+def compile_choose(sw: Switching) -> Callable | None:
+    """Switching.choose() written out as one function for `sw`, or None when it cannot be.
+
+    It can be when every frontend http-request rule is a LocalRule (allow, deny, return,
+    redirect...: none edits the request, so no rule needs a StreamInfo and the method
+    stays the client's until a backend's rules run). The function makes the same calls
+    of the rules' and use_backend's conditions, in the same order, and gives the same
+    Decision as choose() (tests/unit/runtime/test_choose.py compares the two): on CPython
+    a frontend rule costs choose() a call of first_local() and three type tests before its
+    condition runs, and each use_backend rule a tuple unpacking; here each is one ``if``.
+    A picked backend with http-request rules of its own goes on in after_frontend().
+    """
+    if not all(type(r) is LocalRule for r in sw.fe_rules):
+        return None
+    ns: dict = {"Decision": Decision, "BAD_REQUEST": BAD_REQUEST, "ambiguity": ambiguity,
+                "after_frontend": sw.after_frontend, "BE_RULES": sw.be_rules, "FORWARDS": sw._forwards,
+                "DEFAULT": sw.default}
+    n = len(sw.fe_rules)
+    lines = ["def choose(view):", '    """Switching.choose, compiled (route.compile_choose)."""',
+             "    method = view.method", f"    cut = {n}"]
+    if n:
+        lines.append("    while True:")
+        for i, r in enumerate(sw.fe_rules):
+            ns[f"c{i}"], ns[f"a{i}"] = r.cond, Decision(r, None, i, 0)
+            then = [f"cut = {i}", "break"] if r.action == "allow" else [f"return a{i}"]
+            if r.cond is None:
+                lines += [f"        {t}" for t in then]
+                break
+            lines.append(f"        if c{i}(view):")
+            lines += [f"            {t}" for t in then]
+        else:
+            lines.append("        break")
+    lines.append("    name = DEFAULT")
+    for i, (cond, target) in enumerate(sw.use_backend):
+        ns[f"u{i}"], ns[f"t{i}"] = cond, target
+        if cond is None:
+            lines.append("    if True:" if i == 0 else "    else:")
+        else:
+            lines.append(f"    {'if' if i == 0 else 'elif'} u{i}(view):")
+        if type(target) is not str:  # a dynamic name: a backend of this mode, else the default
+            lines += [f"        found = t{i}(view)", "        if found in BE_RULES:", "            name = found"]
+        else:
+            lines.append(f"        name = t{i}")
+        if cond is None:
+            break
+    lines += ["    if name is None:",
+              "        return Decision(None, None, cut, 0)",
+              "    if BE_RULES[name]:",
+              "        return after_frontend(view, name, cut, method)"]
+    if sw.strict:
+        lines += ["    if ambiguity(view.target) is not None:",
+                  "        return Decision(BAD_REQUEST, None, cut, 0)"]
+    lines += ["    key = (name, cut, 0)",
+              "    d = FORWARDS.get(key)",
+              "    if d is None:",
+              "        d = FORWARDS[key] = Decision(None, name, cut, 0)",
+              "    return d"]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<choose {sw.frontend}>", "exec"), ns)  # noqa: S102 (our own text, no request data)
+    fn = ns["choose"]
+    fn.source = source
+    return fn
 
 
 def _decides(rules: tuple) -> bool:

@@ -476,7 +476,7 @@ class HttpSession:
                 return d, req
         if view is None:
             view = self.request_view(req, raw)
-        d = sw.choose(view)
+        d = sw.decide(view)
         self.view = view
         self.rewritten = view.method is not req.method or view.fields is not req.headers
         if view.target is not req.target or self.rewritten:

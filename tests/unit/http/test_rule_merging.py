@@ -4,13 +4,15 @@ conditions' shapes (if/unless, AND, ||, !, anonymous ACLs, several lines per nam
 request; and what the compiled form remembers never leaks from one request to another."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from splicer.config import loads
 from splicer.http import acl as acl_mod
 from splicer.http.actions import LocalRule, first_local, merge_runs
-from splicer.http.sample import RequestView
+from splicer.http.h1 import HeadError, parse_request
+from splicer.http.sample import RequestView, request_view_of
 
 PRE = """global
     nbthread 1
@@ -127,6 +129,23 @@ def view_of(r) -> RequestView:
                        "127.0.0.1", 80, False, lambda name: 0)
 
 
+def head_view_of(r) -> RequestView | None:
+    """view_of(r), built as the session builds it: from the bytes of a head, parsed (so it
+    has a head key, RequestView.head_key); None when the parser refuses the head."""
+    fields = [(b"Host", r["host"])] if r["host"] is not None else []
+    if r["ua"] is not None:
+        fields.append((b"User-Agent", r["ua"]))
+    fields += r["extra"]
+    url = b"http://" + (r["host"] or b"h") + r["target"] if r["absolute"] else r["target"]
+    raw = (b"%s %s HTTP/%s\r\n" % (r["method"], url, r["version"])
+           + b"".join(b"%s: %s\r\n" % f for f in fields) + b"\r\n")
+    try:
+        req = parse_request(raw)
+    except HeadError:
+        return None
+    return request_view_of(req, raw, r["src"], r["src_port"], "127.0.0.1", 80, lambda name: 0)
+
+
 def outcome(rules, view):
     """What the rules decide: (action, status) of the answering rule, or None, and
     whether an allow stopped them."""
@@ -135,9 +154,10 @@ def outcome(rules, view):
     return (None if rule is None else (rule.action, rule.status)), stopped and rule is None
 
 
+@pytest.mark.parametrize("make", [view_of, head_view_of])
 @settings(max_examples=100, deadline=None)
-@given(configs(), st.lists(requests, min_size=1, max_size=8))
-def test_merged_rules_decide_as_the_rules_one_by_one(cfg, reqs):
+@given(cfg=configs(), reqs=st.lists(requests, min_size=1, max_size=8))
+def test_merged_rules_decide_as_the_rules_one_by_one(make, cfg, reqs):
     acls, rules = cfg
     fe = loads(PRE + "\n".join(acls + rules) + "\n" + POST).frontends[0]
     plain = tuple(fe.http_request)
@@ -151,7 +171,9 @@ def test_merged_rules_decide_as_the_rules_one_by_one(cfg, reqs):
         seen.append(r)
         seen += [dict(r, **{k: v}) for k, v in NEIGHBOURS if r[k] != v]
     for r in seen + seen[::-1]:
-        assert outcome(merged, view_of(r)) == outcome(plain, view_of(r)), r
+        if make(r) is None:
+            continue  # a head the parser refuses never reaches the rules
+        assert outcome(merged, make(r)) == outcome(plain, make(r)), r
 
 
 def test_a_run_of_denies_becomes_one_rule_and_other_rules_split_runs():
@@ -277,9 +299,10 @@ def test_what_a_merged_test_remembers_never_answers_a_request_that_differs_in_it
                 assert got is denied, (a, r)
 
 
+@pytest.mark.parametrize("make", [view_of, head_view_of])
 @settings(max_examples=60, deadline=None)
-@given(configs(), st.lists(requests, min_size=1, max_size=6), st.booleans())
-def test_the_compiled_disjunction_is_its_parts_evaluated_one_by_one(cfg, reqs, response):
+@given(cfg=configs(), reqs=st.lists(requests, min_size=1, max_size=6), response=st.booleans())
+def test_the_compiled_disjunction_is_its_parts_evaluated_one_by_one(make, cfg, reqs, response):
     """acl.any_of's compiled call (http/disjunction.py) against AnyOf.__call__, the loop
     over the same parts with their own memos: equal for every request, in both orders,
     for request views and for views with response fields (whose field parts are not keyed)."""
@@ -288,7 +311,9 @@ def test_the_compiled_disjunction_is_its_parts_evaluated_one_by_one(cfg, reqs, r
     conds = [r.cond for r in merge_runs(tuple(fe.http_request)) if isinstance(r.cond, acl_mod.AnyOf)]
     seen = [dict(r, **{k: v}) for r in reqs for k, v in NEIGHBOURS + [("method", r["method"])]]
     for r in seen + seen[::-1]:
-        view = view_of(r)
+        view = make(r)
+        if view is None:
+            continue  # a head the parser refuses never reaches the rules
         if response:
             view.response_fields = [(b"Server", b"o")]
         for cond in conds:
@@ -365,3 +390,86 @@ def test_a_sparse_part_whose_values_repeat_keeps_its_memo():
     for i in range(3 * MEMO_SIZE):  # each query seen twice before the memo fills: half the probes hit
         cond(view_of(dict(r, target=b"/b?n=%d" % (i // 2))))
     assert g["p0"] == 0 and g["c0"] > 0  # it filled, was judged worth it, and goes on
+
+
+HEAD_RULES = """    acl a path_beg /a
+    acl h hdr(host) -i a.example
+    acl q query -m sub k=
+    acl s src 10.0.0.0/8
+    http-request deny if a
+    http-request deny if h
+    http-request deny if q
+    http-request deny if s
+"""
+
+
+def test_head_parts_are_remembered_together_by_the_head_without_its_query():
+    """The path, Host and client-address parts of a disjunction on a view built from a head
+    are looked up with one probe, keyed by the head's bytes without the query and the
+    client address; the query part still runs for every request."""
+    cond = merge_runs(tuple(loads(PRE + HEAD_RULES + POST).frontends[0].http_request))[0].cond
+    g = type(cond).__call__.__globals__
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False}
+    for i in range(50):  # one head but for its query: one entry
+        assert not cond(head_view_of(dict(r, target=b"/b?n=%d" % i)))
+    assert cond(head_view_of(dict(r, target=b"/b?k=1")))  # the query's test ran
+    assert len(g["mh"]) == 1
+    assert list(g["mh"]) == [(b"GET /b HTTP/1.1\r\nHost: b.example\r\n\r\n", "192.168.3.7")]
+    # a part of the head, or the address, that differs is another entry, with its verdict
+    assert cond(head_view_of(dict(r, target=b"/a?n=1"))) and cond(head_view_of(dict(r, host=b"A.example",
+                                                                                     target=b"/b")))
+    assert cond(head_view_of(dict(r, src="10.1.2.3", target=b"/b")))
+    assert not cond(head_view_of(dict(r, src_port=2000, target=b"/b?x")))  # a port no part reads
+    assert len(g["mh"]) == 4
+
+
+def test_head_parts_memo_pauses_when_heads_do_not_repeat():
+    from splicer.http import disjunction as dj
+    from splicer.http.sample import MEMO_SIZE
+    cond = merge_runs(tuple(loads(PRE + HEAD_RULES + POST).frontends[0].http_request))[0].cond
+    g = type(cond).__call__.__globals__
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False}
+    for i in range(MEMO_SIZE + 1):  # a path of its own each time: every probe misses
+        assert not cond(head_view_of(dict(r, target=b"/b%d" % i)))
+    assert g["hp"] == g["n"] + dj.PAUSE_CALLS - 0 and len(g["mh"]) == 1
+    for i in range(100):  # paused: the parts run one by one, the verdicts are the same
+        assert not cond(head_view_of(dict(r, target=b"/c%d" % i)))
+        assert cond(head_view_of(dict(r, target=b"/a%d" % i)))
+    assert len(g["mh"]) == 1
+
+
+def test_a_view_a_rule_changed_has_no_head_key():
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False, "target": b"/b?x=1"}
+    assert head_view_of(r).head_key() == b"GET /b HTTP/1.1\r\nHost: b.example\r\n\r\n"
+    assert head_view_of(dict(r, absolute=True)).head_key() == (
+        b"GET http://b.example/b HTTP/1.1\r\nHost: b.example\r\n\r\n")
+    assert view_of(r).head_key() == b""  # not built from a head
+    for change in (lambda v: v.set_target(b"/c"), lambda v: v.set_fields([(b"Host", b"c")]),
+                   lambda v: v.set_method(b"POST")):
+        v = head_view_of(r)
+        v.head_key()
+        change(v)
+        assert v.head_key() == b"" and v._hk == b""
+    v = head_view_of(r)  # what a rule leaves as it was keeps the key
+    v.set_target(b"/b?x=1")
+    v.set_method(b"GET")
+    v.set_fields(v.fields)
+    assert v.head_key()
+
+
+def test_a_changed_view_is_decided_by_its_parts():
+    """A rule that rewrote the path or a field before the disjunction: the memo of heads
+    is not asked (the head's bytes are no longer the request), the parts decide."""
+    cond = merge_runs(tuple(loads(PRE + HEAD_RULES + POST).frontends[0].http_request))[0].cond
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False, "target": b"/b"}
+    assert not cond(head_view_of(r))
+    v = head_view_of(r)
+    v.set_target(b"/a/x")
+    assert cond(v)
+    v = head_view_of(r)
+    v.set_fields([(b"Host", b"a.example")])
+    assert cond(v)

@@ -210,6 +210,50 @@ def test_converters_in_a_dynamic_use_backend_name(mapdir):
         assert render_name(parts, v) == want
 
 
+def test_a_dynamic_name_on_fields_is_remembered_by_the_head_without_its_query(mapdir):
+    """name_renderer on views built from heads: one entry per head but for its query, each
+    Host its own name; a view without a head key (one a rule changed) is keyed by its
+    field values."""
+    from splicer.http.h1 import parse_request
+    from splicer.http.sample import name_renderer, parse_name_format, request_view_of
+    name = name_renderer(parse_name_format("%[req.hdr(host),lower,word(1,:),map(routes.map,be_default)]",
+                                           mapdir))
+
+    def view(host: bytes, target: bytes = b"/"):
+        raw = b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
+        return request_view_of(parse_request(raw), raw)
+    for i in range(20):
+        assert name(view(b"WWW.example.com:8080", b"/x?n=%d" % i)) == "be_www"
+        assert name(view(b"other", b"/x?n=%d" % i)) == "be_default"
+    assert len(name.memo) == 2 and all(type(k) is bytes for k in name.memo)
+    v = view(b"other")
+    v.set_fields([(b"Host", b"www.example.com")])  # a rule changed the Host: its value decides
+    assert name(v) == "be_www"
+    assert len(name.memo) == 2
+
+
+def test_a_head_memo_that_does_not_pay_pauses():
+    from splicer.http.h1 import parse_request
+    from splicer.http.sample import MEMO_SIZE, PAUSE_CALLS, remembered_by_head, request_view_of
+    calls = []
+
+    def fn(view):
+        calls.append(1)
+        return view.values(b"host")[0]
+    by_head = remembered_by_head(fn)
+
+    def view(i: int):
+        raw = b"GET / HTTP/1.1\r\nHost: h\r\nCookie: id=%d\r\n\r\n" % i
+        return request_view_of(parse_request(raw), raw)
+    for i in range(MEMO_SIZE + 1):  # a cookie of its own per request: every probe misses
+        assert by_head(view(i)) == b"h"
+    assert len(by_head.memo) == 1
+    for i in range(100):  # paused: fn answers, nothing is probed or kept
+        assert by_head(view(0)) == b"h"
+    assert len(by_head.memo) == 1 and len(calls) == MEMO_SIZE + 101
+    assert PAUSE_CALLS > 100
+
+
 @pytest.mark.parametrize("expr, message", [
     ("map(missing.map)", "cannot read map file 'missing.map': No such file or directory"),
     ("map", "converter 'map' expects a map file: map(<file>[,<default>])"),
