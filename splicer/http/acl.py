@@ -455,14 +455,7 @@ class AclExpr:
 
     def __post_init__(self) -> None:
         # one closure per line, compiled here: evaluating it is a fetch and set probes
-        fn, one = self.fetch.acl_fn or self.fetch.fn, self.matcher.test_one
-
-        def test(view) -> bool:
-            for s in fn(view):
-                if one(s):
-                    return True
-            return False
-        object.__setattr__(self, "test", test)
+        object.__setattr__(self, "test", _tester(self.fetch.acl_fn or self.fetch.fn, self.matcher.test_one))
 
     def __call__(self, view: RequestView) -> bool:
         return self.test(view)
@@ -784,7 +777,21 @@ def _sample_test(exprs: list[AclExpr]) -> Callable:
                 if t(s):
                     return True
             return False
-    fn = fetch.acl_fn or fetch.fn
+    return _tester(fetch.acl_fn or fetch.fn, one)
+
+
+def _tester(fn: Callable, one: Callable) -> Callable[[RequestView], bool]:
+    """view -> whether `one` holds for some sample of the fetch function `fn` (haproxy 7.1:
+    an ACL matches when any sample matches). The ``query`` and ``path`` fetches give one
+    sample at most: theirs is read inline, without a list."""
+    if fn is smp.query_samples:
+        def test_query(view) -> bool:
+            t = view.target
+            q = t.find(b"?")
+            return q >= 0 and one(t[q + 1:])
+        return test_query
+    if fn is smp.path_samples:
+        return lambda view: one(view.path())
 
     def test(view) -> bool:
         for s in fn(view):

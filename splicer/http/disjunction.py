@@ -134,13 +134,20 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
     head = [p for p in parts if p.key in HEAD_KEYS]
     if len(head) < 2:
         return _compile(parts, base, filename)
-    rest = [p for p in parts if p.key not in HEAD_KEYS]
+    rest = [i for i, p in enumerate(parts) if p.key not in HEAD_KEYS]
     addresses = [a for a in ADDRESS_KEYS if any(p.key == a for p in head)]
     key = "hk" if not addresses else "(hk, " + ", ".join(f"view.{a}" for a in addresses) + ")"
     lines = ["    if hp <= n and view.response_fields is None:",
              "        hk = view._hk",
-             "        if hk is None:",
-             "            hk = view.head_key()",
+             "        if hk is None:  # (RequestView.head_key, inline)",
+             "            raw = view._raw",
+             "            if raw is None:",
+             "                hk = view._hk = b''",
+             "            else:",
+             "                sp = raw.find(b' ')",
+             "                end = raw.find(b' ', sp + 1)",
+             "                q = raw.find(b'?', sp + 1, end)",
+             "                hk = view._hk = raw if q < 0 else raw[:q] + raw[end:]",
              "        if hk:",
              f"            k = {key}",
              "            r = gh(k)",
@@ -154,18 +161,18 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
              "                if len(hk) <= MEMO_KEY_MAX:",
              "                    mh[k] = r",
              "            if r:",
-             "                return True",
-             "            return REST(self, view)" if rest else "            return False"]
+             "                return True"]
     memo: dict = {}
-    extra = {"HEAD": _compile(head, base, filename + " head"), "mh": memo, "gh": memo.get, "hp": 0, "hc": 0,
-             "REST": _compile(rest, base, filename + " rest") if rest else None}
-    return _compile(parts, base, filename, lines, extra)
+    extra = {"HEAD": _compile(head, base, filename + " head"), "mh": memo, "gh": memo.get, "hp": 0, "hc": 0}
+    return _compile(parts, base, filename, lines, extra, rest)
 
 
 def _compile(parts: list[Part], base: type, filename: str, first: list | None = None,
-             extra: dict | None = None) -> Callable:
+             extra: dict | None = None, then: list | tuple = ()) -> Callable:
     """compile_parts() without its head-key memo: the parts in order, after the lines
-    `first` (which may read and assign ``n``, ``hp`` and ``hc``, the names of `extra`)."""
+    `first` (which may read and assign ``n``, ``hp`` and ``hc``, the names of `extra`)
+    and, inside their last block (12 spaces in), the parts of the indices `then`, in order,
+    and ``return False``."""
     ns: dict = {"MEMO_SIZE": smp.MEMO_SIZE, "MEMO_KEY_MAX": smp.MEMO_KEY_MAX, "_key_size": smp._key_size,
                 "PAY_CALLS": PAY_CALLS, "PAUSE_CALLS": PAUSE_CALLS, "n": 0}
     lines = ["def disjunction(self, view):", f'    """{base.__name__}.__call__, compiled (disjunction.compile_parts)."""']
@@ -178,44 +185,13 @@ def _compile(parts: list[Part], base: type, filename: str, first: list | None = 
     if first:
         ns.update(extra)
         lines += first
-    for i, part in enumerate(parts):
-        names = []
-        for j, t in enumerate(part.tests):
-            ns[f"t{i}_{j}"] = t
-            names.append(f"t{i}_{j}(view)")
-        any_test = " or ".join(names) if names else "False"
-        if not part.key or not (part.remember or part.key in ATTRIBUTE_KEYS):
-            lines.append(f"    if {any_test}:")
-            lines.append("        return True")
-            continue
-        read, shape = KEYS[part.key]
-        memo: dict = {}
-        ns[f"m{i}"], ns[f"g{i}"] = memo, memo.get
-        body = "    "
-        clear = [f"m{i}.clear()"]
-        if i in sparse:  # paused while its memo does not pay: the tests run as they are
-            lines.append(f"    if p{i} > n:")
-            lines.append(f"        r = {any_test}")
-            lines.append("    else:")
-            body = "        "
-            # it filled in fewer than PAY_CALLS calls: most probes missed, pause it
-            clear = [f"if n - c{i} < PAY_CALLS:", f"    p{i} = n + PAUSE_CALLS", f"c{i} = n", f"m{i}.clear()"]
-        lines.append(body + read.format(i=body, name=part.name))
-        if part.key == "field":  # a response's fields: no key, the tests run as they are
-            lines.append(f"{body}if k is None:")
-            lines.append(f"{body}    r = {any_test}")
-            lines.append(f"{body}else:")
-            body += "    "
-        size = {"bytes": "len(k) <= MEMO_KEY_MAX", "tuple": "_key_size(k) <= MEMO_KEY_MAX", "int": "True"}[shape]
-        lines += [f"{body}r = g{i}(k)",
-                  f"{body}if r is None:",
-                  f"{body}    r = True if ({any_test}) else False",
-                  f"{body}    if len(m{i}) >= MEMO_SIZE:",
-                  *(f"{body}        {c}" for c in clear),
-                  f"{body}    if {size}:",
-                  f"{body}        m{i}[k] = r",
-                  "    if r:",
-                  "        return True"]
+    of_part = [_part_lines(i, part, ns, i in sparse) for i, part in enumerate(parts)]
+    if first:
+        for i in then:
+            lines += ["        " + line for line in of_part[i]]
+        lines.append("            return False")
+    for part_lines in of_part:
+        lines += part_lines
     lines.append("    return False")
     code = compile("\n".join(lines) + "\n", filename, "exec")
     exec(code, ns)  # noqa: S102 (our own text, from the parts above: no input of a request)
@@ -223,3 +199,50 @@ def _compile(parts: list[Part], base: type, filename: str, first: list | None = 
     fn.source = "\n".join(lines)
     fn.parts = tuple(parts)
     return fn
+
+
+def _part_lines(i: int, part: Part, ns: dict, sparse: bool) -> list[str]:
+    """The lines (4 spaces in) that return True when part `i` holds, and the names they
+    use, put in `ns`: its tests ``t<i>_<j>``, its memo ``m<i>`` and ``g<i>`` (its get),
+    and for a `sparse` one its pause ``p<i>`` and last fill ``c<i>`` (declared global by
+    the caller, with ``n``)."""
+    lines: list[str] = []
+    names = []
+    for j, t in enumerate(part.tests):
+        ns[f"t{i}_{j}"] = t
+        names.append(f"t{i}_{j}(view)")
+    any_test = " or ".join(names) if names else "False"
+    if not part.key or not (part.remember or part.key in ATTRIBUTE_KEYS):
+        lines.append(f"    if {any_test}:")
+        lines.append("        return True")
+        return lines
+    read, shape = KEYS[part.key]
+    memo: dict = {}
+    ns[f"m{i}"], ns[f"g{i}"] = memo, memo.get
+    body = "    "
+    clear = [f"m{i}.clear()"]
+    if sparse:  # paused while its memo does not pay: the tests run as they are
+        lines.append(f"    if p{i} > n:")
+        lines.append(f"        r = {any_test}")
+        lines.append("    else:")
+        body = "        "
+        # it filled in fewer than PAY_CALLS calls: most probes missed, pause it
+        clear = [f"if n - c{i} < PAY_CALLS:", f"    p{i} = n + PAUSE_CALLS", f"c{i} = n", f"m{i}.clear()"]
+    lines.append(body + read.format(i=body, name=part.name))
+    if part.key == "field":  # a response's fields: no key, the tests run as they are
+        lines.append(f"{body}if k is None:")
+        lines.append(f"{body}    r = {any_test}")
+        lines.append(f"{body}else:")
+        body += "    "
+    size = {"bytes": "len(k) <= MEMO_KEY_MAX", "tuple": "_key_size(k) <= MEMO_KEY_MAX", "int": "True"}[shape]
+    lines += [f"{body}r = g{i}(k)",
+              f"{body}if r is None:",
+              f"{body}    r = True if ({any_test}) else False",
+              f"{body}    if len(m{i}) >= MEMO_SIZE:",
+              *(f"{body}        {c}" for c in clear),
+              f"{body}    if {size}:",
+              f"{body}        m{i}[k] = r",
+              "    if r:",
+              "        return True"]
+    # (a part's key read may be several lines: one string per line, for indenting)
+    return [line for text in lines for line in text.split("\n")]

@@ -504,11 +504,13 @@ _INT = re.compile(rb"[-+]?[0-9]+\Z")
 
 # -- the fetch table ---------------------------------------------------------------------------
 
-def _path(v: RequestView) -> list[bytes]:
+def path_samples(v: RequestView) -> list[bytes]:
+    """The samples of ``path``: [RequestView.path()]."""
     return [v.path()]
 
 
-def _query(v: RequestView) -> list[bytes]:
+def query_samples(v: RequestView) -> list[bytes]:
+    """The samples of ``query``: [the target after its first '?'], or [] without one."""
     t = v.target
     q = t.find(b"?")
     return [] if q < 0 else [t[q + 1:]]
@@ -719,8 +721,8 @@ FETCHES: dict[str, Callable] = {
     "req.cook": _fetch_cook, "cook": _fetch_cook, "req.cook_cnt": _fetch_cook, "cook_cnt": _fetch_cook,
     "req.cook_val": _fetch_cook, "cook_val": _fetch_cook,
     "url_param": _fetch_urlp, "urlp": _fetch_urlp, "urlp_val": _fetch_urlp,
-    "path": _simple(STR, _path),
-    "query": _simple(STR, _query),
+    "path": _simple(STR, path_samples),
+    "query": _simple(STR, query_samples),
     "url": _simple(STR, lambda v: [v.rule_url()]),
     "method": _simple(STR, lambda v: [v.method]),
     "req.ver": _simple(STR, _ver), "req_ver": _simple(STR, _ver),

@@ -39,6 +39,7 @@ from splicer.runtime.stream import record_termination, tunnel_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
+from splicer.http.variables import VarRule
 from splicer.log.collect import tunnel_record
 from splicer.log.format import DEFAULT, LogFormat
 from splicer.log.logger import LogHub
@@ -282,6 +283,10 @@ class Proxy:
         self.active = 0
         self.tasks: set[asyncio.Task] = set()
         self.proc_vars: dict = {}  # the worker's "proc" variables (http/variables.py)
+        # whether a rule may set a variable: without one, every variable is absent and the
+        # requests' views carry no variables.Vars (sample.RequestView.vars None)
+        self.vars_used = any(isinstance(r, VarRule) for px in (*config.frontends, *config.backends.values())
+                             for r in (*px.http_request, *px.http_response))
         self.logs = LogHub(loop)  # the access log's targets, opened once per worker
         maxpipes = g.maxpipes if g.maxpipes is not None else max(g.maxconn // 4, 1)
         # the loop's own pool only serves transfers the engine could not take: a quarter

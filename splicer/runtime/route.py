@@ -303,7 +303,17 @@ def compile_choose(sw: Switching) -> Callable | None:
             lines.append("    if True:" if i == 0 else "    else:")
         else:
             lines.append(f"    {'if' if i == 0 else 'elif'} u{i}(view):")
-        if type(target) is not str:  # a dynamic name: a backend of this mode, else the default
+        if type(target) is not str and getattr(target, "memo", None) is not None:
+            # a name remembered by the head (sample.remembered_by_head): its memo probed
+            # here, by the key a disjunction may have read already; on a miss, the name's
+            # own call (which keeps the memo)
+            ns[f"n{i}"] = target.memo.get
+            lines += ["        hk = view._hk",
+                      f"        found = n{i}(hk) if hk else None",
+                      "        if found is None:",
+                      f"            found = t{i}(view)",
+                      "        if found in BE_RULES:", "            name = found"]
+        elif type(target) is not str:  # a dynamic name: a backend of this mode, else the default
             lines += [f"        found = t{i}(view)", "        if found in BE_RULES:", "            name = found"]
         else:
             lines.append(f"        name = t{i}")

@@ -416,14 +416,17 @@ class HttpSession:
     # -- per-request decisions: use_backend, http-request deny/return/redirect/allow -----
 
     def request_view(self, req, raw: bytes) -> RequestView:
-        """The sample.RequestView that rule conditions read for the request `req` read as `raw`."""
-        if self.sess_vars is None:
-            self.sess_vars = {}
+        """The sample.RequestView that rule conditions read for the request `req` read as `raw`
+        (its variables: none when no rule of the configuration sets one, Proxy.vars_used)."""
         a = self._addr
         if a is None:  # the connection's addresses: the same for each of its requests
             a = self._addr = (self.client_ip, self.client_port, self.local_ip, self.local_port)
-        return request_view_of(req, raw, a[0], a[1], a[2], a[3], self.fe.proxy.nbsrv,
-                               Vars(self.sess_vars, self.fe.proxy.proc_vars))
+        px = self.fe.proxy
+        if px.vars_used:
+            if self.sess_vars is None:
+                self.sess_vars = {}
+            return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, Vars(self.sess_vars, px.proc_vars))
+        return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv)
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
         """The rest of _on_head for a request whose credentials need a hash verified first

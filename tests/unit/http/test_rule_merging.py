@@ -415,6 +415,9 @@ def test_head_parts_are_remembered_together_by_the_head_without_its_query():
         assert not cond(head_view_of(dict(r, target=b"/b?n=%d" % i)))
     assert cond(head_view_of(dict(r, target=b"/b?k=1")))  # the query's test ran
     assert len(g["mh"]) == 1
+    v = head_view_of(dict(r, target=b"/b?n=x"))
+    cond(v)  # the key the compiled code reads inline is RequestView.head_key()'s
+    assert v._hk == head_view_of(dict(r, target=b"/b?n=x")).head_key() != b""
     assert list(g["mh"]) == [(b"GET /b HTTP/1.1\r\nHost: b.example\r\n\r\n", "192.168.3.7")]
     # a part of the head, or the address, that differs is another entry, with its verdict
     assert cond(head_view_of(dict(r, target=b"/a?n=1"))) and cond(head_view_of(dict(r, host=b"A.example",
