@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import ahocorasick
 
 from splicer.http import sample as smp
-from splicer.http.disjunction import Part, compile_parts
+from splicer.http.disjunction import HEAD_KEYS, Part, compile_parts
 from splicer.http.sample import BOOL, IP, STR, Fetch, RequestView, SampleError
 
 MATCH_METHODS = ("found", "bool", "int", "ip", "bin", "len", "str", "sub", "reg", "beg", "end", "dir", "dom")
@@ -419,7 +419,12 @@ def _bytes_tester(method: str, patterns: list[tuple[str, bool]], what: str) -> C
             return False
         return test
     if method == "sub":
-        return _substring_tester(exact, folded)
+        test = _substring_tester(exact, folded)
+        if b"" not in exact and b"" not in folded:
+            # what a sample must hold for it to match: any of these (ASCII case aside, with
+            # `folded`), for prefilters (query_prefilter)
+            test.literals = (exact | folded, bool(folded))
+        return test
     if method == "dir":
         return _word_matcher(patterns, b"/?")
     if method == "dom":
@@ -777,6 +782,8 @@ def _sample_test(exprs: list[AclExpr]) -> Callable:
                 if t(s):
                     return True
             return False
+        if all(getattr(t, "literals", None) is not None for t in tests):
+            one.literals = (frozenset().union(*(t.literals[0] for t in tests)), any(t.literals[1] for t in tests))
     return _tester(fetch.acl_fn or fetch.fn, one)
 
 
@@ -789,6 +796,9 @@ def _tester(fn: Callable, one: Callable) -> Callable[[RequestView], bool]:
             t = view.target
             q = t.find(b"?")
             return q >= 0 and one(t[q + 1:])
+        literals = getattr(one, "literals", None)
+        if literals is not None:  # it holds only when the query holds one of them
+            test_query.literals = literals
         return test_query
     if fn is smp.path_samples:
         return lambda view: one(view.path())
@@ -955,9 +965,48 @@ def any_of(conds: Sequence) -> AnyOf:
                                  source[1] if source[0] == "field" else None))
         tests.append(_first_true(tuple(parts)))
     text = " || ".join(texts)
-    cls = type("AnyOf", (AnyOf,), {"__slots__": (), "__call__": compile_parts(compiled, AnyOf, f"<any_of {text[:60]}>"),
+    rest = [p for p in compiled if p.key not in HEAD_KEYS]
+    call = compile_parts(compiled, AnyOf, f"<any_of {text[:60]}>", query_prefilter(rest) if rest else None)
+    cls = type("AnyOf", (AnyOf,), {"__slots__": (), "__call__": call,
                                    "__doc__": AnyOf.__doc__})
     return cls(tuple(tests), text)
+
+
+PREFILTER_KEYS = frozenset({"query", "urlp"})
+"""The request parts whose tests a query prefilter may stand before: they read the query
+string of the target (``query``) or of the URL as sent (``url_param``)."""
+
+
+def query_prefilter(parts: Sequence[Part]) -> Callable[[bytes], object] | None:
+    """bytes -> truthy when the text may hold a string that some test of `parts` needs
+    (each test's ``literals``: ``-m sub`` patterns, ``url_param(<name>) -m found``'s
+    ``<name>=``), falsy when none of them can hold; or None when some part is not a
+    PREFILTER_KEYS one or some test has no literals. A substring of the query is one of
+    the target and of the URL, so a search of those (one C call) tells first, for most
+    requests, that the parts do not hold (http/disjunction.py): one pattern search, not a
+    fetch, a slice and a matcher per part. ASCII case is ignored when a test ignores it."""
+    literals: set = set()
+    icase = False
+    for p in parts:
+        if p.key not in PREFILTER_KEYS:
+            return None
+        for t in p.tests:
+            lits = getattr(t, "literals", None)
+            if lits is None or not lits[0] or b"" in lits[0]:
+                return None
+            literals |= lits[0]
+            icase = icase or lits[1]
+    if not literals:
+        return None
+    if len(literals) < AUTOMATON_MIN:
+        return re.compile(b"|".join(re.escape(x) for x in sorted(literals)), re.IGNORECASE if icase else 0).search
+    auto = _automaton(frozenset(x.lower() for x in literals) if icase else frozenset(literals))
+
+    def search(b: bytes) -> bool:
+        for _ in auto.iter((b.lower() if icase else b).decode("latin-1")):
+            return True
+        return False
+    return search
 
 
 def condition_reads(cond) -> frozenset | None:

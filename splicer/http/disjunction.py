@@ -112,7 +112,8 @@ class Part:
     name: bytes | None = None
 
 
-def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>") -> Callable:
+def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>",
+                  prefilter: Callable[[bytes], object] | None = None) -> Callable:
     """The function ``(self, view) -> bool`` that is True when a test of some part holds,
     the parts in order (see the module's theory of operation).
 
@@ -127,6 +128,9 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
         parts: the parts, in evaluation order.
         base: unused by the code; named in its docstring (the class it is the call of).
         filename: what tracebacks show for the generated code.
+        prefilter: bytes -> falsy when no part that is not of HEAD_KEYS can hold for a
+            request whose target and URL it finds so (acl.query_prefilter): asked before
+            those parts, after the head memo.
 
     Raises:
         KeyError: a part's key is not a KEYS kind.
@@ -162,8 +166,13 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
              "                    mh[k] = r",
              "            if r:",
              "                return True"]
+    if prefilter is not None and rest:
+        lines += ["            t = view.target",
+                  "            if not PRE(t) and (view.url is t or not PRE(view.url)):",
+                  "                return False"]
     memo: dict = {}
-    extra = {"HEAD": _compile(head, base, filename + " head"), "mh": memo, "gh": memo.get, "hp": 0, "hc": 0}
+    extra = {"HEAD": _compile(head, base, filename + " head"), "mh": memo, "gh": memo.get, "hp": 0, "hc": 0,
+             "PRE": prefilter}
     return _compile(parts, base, filename, lines, extra, rest)
 
 

@@ -428,6 +428,7 @@ def params_found(names: frozenset, delim: bytes, icase: bool) -> Callable[[Reque
             url = view.url
             q = url.find(b"?")
             return q >= 0 and search(url[q + 1:]) is not None
+        test_query.literals = (frozenset(n + b"=" for n in names), icase)  # (acl.query_prefilter)
         return test_query
 
     def test(view) -> bool:

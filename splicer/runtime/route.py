@@ -292,6 +292,12 @@ def compile_choose(sw: Switching) -> Callable | None:
             if r.cond is None:
                 lines += [f"        {t}" for t in then]
                 break
+            call = getattr(type(r.cond), "__call__", None)
+            if getattr(call, "parts", None) is not None:  # a compiled disjunction: called as a function
+                ns[f"f{i}"] = call
+                lines.append(f"        if f{i}(c{i}, view):")
+                lines += [f"            {t}" for t in then]
+                continue
             lines.append(f"        if c{i}(view):")
             lines += [f"            {t}" for t in then]
         else:

@@ -418,15 +418,21 @@ class HttpSession:
     def request_view(self, req, raw: bytes) -> RequestView:
         """The sample.RequestView that rule conditions read for the request `req` read as `raw`
         (its variables: none when no rule of the configuration sets one, Proxy.vars_used)."""
-        a = self._addr
-        if a is None:  # the connection's addresses: the same for each of its requests
-            a = self._addr = (self.client_ip, self.client_port, self.local_ip, self.local_port)
+        a = self._addr or self._addresses()
         px = self.fe.proxy
-        if px.vars_used:
-            if self.sess_vars is None:
-                self.sess_vars = {}
-            return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, Vars(self.sess_vars, px.proc_vars))
-        return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv)
+        return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, self._vars() if px.vars_used else None)
+
+    def _addresses(self) -> tuple:
+        """The connection's addresses (client ip, port, local ip, port), kept for each of
+        its requests' views."""
+        a = self._addr = (self.client_ip, self.client_port, self.local_ip, self.local_port)
+        return a
+
+    def _vars(self) -> Vars:
+        """A request's variables: its own txn/req/res scopes, the session's and the worker's."""
+        if self.sess_vars is None:
+            self.sess_vars = {}
+        return Vars(self.sess_vars, self.fe.proxy.proc_vars)
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
         """The rest of _on_head for a request whose credentials need a hash verified first
@@ -477,8 +483,10 @@ class HttpSession:
                 self.view = (self.request_view(req, raw) if d.rule is not None or route.response_rules
                              else None)
                 return d, req
-        if view is None:
-            view = self.request_view(req, raw)
+        if view is None:  # (request_view(), inline: once per request)
+            a = self._addr or self._addresses()
+            px = fe.proxy
+            view = request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, self._vars() if px.vars_used else None)
         d = sw.decide(view)
         self.view = view
         self.rewritten = view.method is not req.method or view.fields is not req.headers

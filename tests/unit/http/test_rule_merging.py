@@ -476,3 +476,39 @@ def test_a_changed_view_is_decided_by_its_parts():
     v = head_view_of(r)
     v.set_fields([(b"Host", b"a.example")])
     assert cond(v)
+
+
+def test_a_query_prefilter_stands_before_the_query_parts():
+    """After the head memo, one search of the target (and of the URL as sent) for the
+    strings the query's tests need tells a request none of them can match; a request that
+    holds one runs the tests themselves."""
+    from splicer.http.acl import query_prefilter
+    cond = merge_runs(tuple(loads(PRE + """    acl a path_beg /a
+    acl h hdr(host) -i a.example
+    acl q query -m sub -i Debug=
+    acl t url_param(token) -m found
+    acl u url_param(Tok,,i) -m found
+    http-request deny if a
+    http-request deny if h
+    http-request deny if q
+    http-request deny if t
+    http-request deny if u
+""" + POST).frontends[0].http_request))[0].cond
+    fn = type(cond).__call__
+    assert "PRE(t)" in fn.source
+    pre = fn.__globals__["PRE"]
+    assert pre(b"/x?debug=1") and pre(b"/x?TOKEN=") and pre(b"/x?tok=") and not pre(b"/x?n=1&token")
+    r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
+         "src_port": 1000, "extra": [], "absolute": False}
+    for target, denied in ((b"/b?n=1", False), (b"/b?x=DEBUG=", True), (b"/b?token=", True),
+                           (b"/b?xtoken=1", False), (b"/b?a=1&TOK=2", True), (b"/b?token", False),
+                           (b"/token=?n=1", False), (b"/b?n=debug", False)):
+        for absolute in (False, True):
+            assert bool(cond(head_view_of(dict(r, target=target, absolute=absolute)))) is denied, target
+    # a test whose match no literal stands for: no prefilter
+    assert query_prefilter(()) is None
+    cond = merge_runs(tuple(loads(PRE + "    acl q query -m reg d=\n    acl a path_beg /a\n"
+                                  "    acl h hdr(host) -i a\n    http-request deny if q\n"
+                                  "    http-request deny if a\n    http-request deny if h\n"
+                                  + POST).frontends[0].http_request))[0].cond
+    assert "PRE(" not in type(cond).__call__.source
