@@ -46,6 +46,18 @@ def served_by(port, path, headers=None, source=None):
     return resp.getheader("X-Served-By")
 
 
+def answered_by(port, path):
+    """The origin that answered `path` on a new connection, whatever its status (a path no
+    file has gets the origin's 404, which names it too)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    assert resp.status in (200, 404)
+    return resp.getheader("X-Served-By")
+
+
 def served_alone(port, paths, stopped):
     """served_by() for each path while worker `stopped` is stopped (SIGSTOP), so that the
     other worker accepts every connection."""
@@ -123,6 +135,30 @@ def test_hdr_routes_by_header_value_with_djb2(start_splicer, four):
     got = {t: served_by(port, "/files/0", headers={"X-Tenant": t}) for t in tenants}
     assert got == {t: NAMES[gen_hash(t.encode(), "djb2") % 4] for t in tenants}
     assert [served_by(port, "/files/0") for _ in range(4)] == NAMES  # no field: round robin
+
+
+@pytest.mark.parametrize("function", ["sdbm", "djb2", "wt6", "crc32"])
+@pytest.mark.parametrize("avalanche", [False, True])
+def test_each_hash_function_written_out_routes_by_its_hash(start_splicer, four, function, avalanche):
+    """`hash-type map-based <function> [avalanche]`: the key goes to map[gen_hash(key) % 4]
+    (haproxy src/backend.c; balance/hashing.py's functions are checked against haproxy's
+    own values in tests/unit/balance/test_hashing.py)."""
+    port = free_port()
+    line = f"    hash-type map-based {function}" + (" avalanche" if avalanche else "")
+    start_splicer(config(port, four, "uri", extra_backend=line), [port])
+    paths = [f"/files/{k}" for k in range(16)]
+    got = {p: answered_by(port, p) for p in paths}
+    assert got == {p: NAMES[gen_hash(p.encode(), function, avalanche) % 4] for p in paths}
+
+
+def test_uri_len_keeps_paths_with_one_prefix_on_one_server(start_splicer, four):
+    """`balance uri len 6`: only the path's first 6 characters are hashed ("/files")."""
+    port = free_port()
+    start_splicer(config(port, four, "uri len 6"), [port])
+    want = NAMES[sdbm(b"/files") % 4]
+    assert [answered_by(port, f"/files/{n}") for n in ("0", "1k", "x", "0")] == [want] * 4
+    others = {answered_by(port, f"/{k}files") for k in range(12)}
+    assert len(others) > 1  # other prefixes spread
 
 
 def test_consistent_hash_gives_the_ring_server_and_moves_only_a_dead_servers_keys(start_splicer, www):

@@ -62,6 +62,19 @@ def test_insert_keeps_a_client_on_its_server_across_requests_and_connections(sta
     assert (status, by, cookies, seen["cookie"]) == (200, first, [], "a=1; b=2")
 
 
+def test_secure_and_httponly_attributes_of_an_inserted_cookie(start_splicer, farm):
+    """`cookie SRV insert secure httponly` (haproxy "cookie": secure adds the Secure
+    attribute, httponly HttpOnly); without them, neither."""
+    port = free_port()
+    start_splicer(config(port, farm, "    cookie SRV insert secure httponly"), [port])
+    status, by, cookies, _, _ = get(port)
+    assert (status, cookies) == (200, [f"SRV={by}-c; path=/; HttpOnly; Secure"])
+    port2 = free_port()
+    start_splicer(config(port2, farm, "    cookie SRV insert"), [port2])
+    status, by, cookies, _, _ = get(port2)
+    assert (status, cookies) == (200, [f"SRV={by}-c; path=/"])
+
+
 def test_unknown_cookie_value_is_balanced_and_gets_a_new_cookie(start_splicer, farm):
     port = free_port()
     start_splicer(config(port, farm, "    cookie SRV insert"), [port])

@@ -353,3 +353,69 @@ def test_the_other_criteria_predefined_acls_and_converters_route(start_splicer, 
     # HTTP/1.0 requests (req.ver, HTTP_1.1)
     assert served_by(exchange(port, b"GET /v10 HTTP/1.0\r\nHost: www.example\r\n\r\n")) == b"web2"
     assert served_by(exchange(port, b"GET /v11 HTTP/1.0\r\nHost: www.example\r\n\r\n")) == b"web1"
+
+
+def test_query_rules_on_heads_that_repeat_but_for_their_query(start_splicer):
+    """A kept-alive client sends one head with a new query each time (the case the head
+    memo and the query prefilter serve: docs/configuration.md 7.7): each request is still
+    decided by its own query, its own fields and its own path, in any order, and a head
+    seen before with a harmless query is denied when its next query holds the pattern
+    (in any case with -i, after ';' or '&', in an absolute-form URL). The four deny rules
+    answer alike, so they are one merged rule (docs 7.7). Also `use_backend ...
+    unless` and the integer operators `eq` and `le`."""
+    a, b = named(b"A"), named(b"B")
+    port = free_port()
+    start_splicer(DEFAULTS + f"""
+frontend www
+    bind 127.0.0.1:{port}
+    acl admin path_beg /admin
+    acl bot hdr(user-agent) -m sub -i scanner
+    acl dbg query -m sub -i debug=
+    acl tok url_param(token) -m found
+    acl two hdr_cnt(x-two) eq 2
+    acl few hdr_cnt(x-few) le 1
+    http-request deny deny_status 403 if admin
+    http-request deny deny_status 403 if bot
+    http-request deny deny_status 403 if dbg
+    http-request deny deny_status 403 if tok
+    use_backend b if two
+    use_backend a unless few
+    use_backend b if {{ path_beg /b }}
+    default_backend a
+backend a
+    server a 127.0.0.1:{a.port}
+backend b
+    server b 127.0.0.1:{b.port}
+""", [port])
+    cases = [  # (target, extra fields, status, who answered: A, B or the proxy)
+        (b"/x?n=1", b"", 200, b"A"), (b"/x?n=2", b"", 200, b"A"),
+        (b"/x?n=3&debug=1", b"", 403, b""), (b"/x?n=4", b"", 200, b"A"),
+        (b"/x?DeBuG=1", b"", 403, b""), (b"/x?a=1;token=2", b"", 403, b""),
+        (b"/x?a=1&token", b"", 200, b"A"), (b"/x?xtoken=1", b"", 200, b"A"),
+        (b"/x?n=5", b"User-Agent: Scanner/1\r\n", 403, b""), (b"/x?n=6", b"", 200, b"A"),
+        (b"/admin?n=7", b"", 403, b""), (b"/x?n=8", b"", 200, b"A"),
+        (b"http://www.example/x?debug=2", b"", 403, b""), (b"http://www.example/x?n=9", b"", 200, b"A"),
+        (b"/b?n=10", b"", 200, b"B"), (b"/b?n=11&token=1", b"", 403, b""),
+        (b"/x?n=12", b"X-Two: 1\r\nX-Two: 2\r\n", 200, b"B"),
+        (b"/x?n=13", b"X-Two: 1\r\n", 200, b"A"),
+        (b"/b?n=14", b"X-Few: 1\r\nX-Few: 2\r\n", 200, b"A"),  # `unless few` holds first
+        (b"/b?n=15", b"X-Few: 1\r\n", 200, b"B"),
+    ]
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        got = []
+        for _ in range(2):  # twice over: what was remembered the first time answers the same
+            for target, extra, _, _ in cases:
+                s.sendall(b"GET %s HTTP/1.1\r\nHost: www.example\r\n%s\r\n" % (target, extra))
+                head, body = read_response(s)
+                got.append((target, int(head.split(b" ")[1]), body if head.startswith(b"HTTP/1.1 200") else b""))
+        s.close()
+        want = [(t, status, who) for t, _, status, who in cases]
+        assert got == want + want
+        # what reached the origins is exactly the requests let through (twice), in origin-form
+        forwarded = sorted(h.split(b" ")[1] for _, _, h in a.requests + b.requests)
+        allowed = [t.replace(b"http://www.example", b"") for t, _, status, _ in cases if status == 200]
+        assert forwarded == sorted(allowed + allowed)
+    finally:
+        a.close()
+        b.close()
