@@ -467,10 +467,11 @@ class AclExpr:
 
 
 def read_pattern_file(path: str, base_dir: str, what: str) -> list[str]:
-    """Patterns of a ``-f`` file: one per line (lines end at LF, a CR before it dropped),
-    leading spaces and tabs stripped, empty lines and lines starting with '#' skipped, so
-    that " #x" is the pattern "#x" (haproxy 7.1). A relative path is taken from the
-    configuration file's directory.
+    """Patterns of a ``-f`` file: one per line (lines end at LF; a pattern ends at its
+    line's first CR or NUL, as haproxy's pattern.c reads it), leading spaces and tabs
+    stripped, empty lines and lines starting with '#' skipped, so that " #x" is the
+    pattern "#x" (haproxy 7.1). A relative path is taken from the configuration file's
+    directory.
 
     Raises:
         AclError: the file cannot be read or is not UTF-8.
@@ -490,7 +491,11 @@ def read_pattern_file(path: str, base_dir: str, what: str) -> list[str]:
         # breaks at U+2028, U+0085, form feeds... a pattern may hold)
         if raw.startswith("#"):  # a comment; " #x" (leading space) is the pattern "#x"
             continue
-        line = raw.lstrip(" \t").rstrip("\r")
+        line = raw.lstrip(" \t")
+        for stop in ("\r", "\0"):
+            cut = line.find(stop)
+            if cut >= 0:
+                line = line[:cut]
         if line:
             out.append(line)
     return out

@@ -150,7 +150,7 @@ def compile_parts(parts: list[Part], base: type, filename: str = "<disjunction>"
              "            else:",
              "                sp = raw.find(b' ')",
              "                end = raw.find(b' ', sp + 1)",
-             "                q = raw.find(b'?', sp + 1, end)",
+             "                q = raw.find(b'?', sp + 1, end) if raw.startswith(b'/', sp + 1) else -1",
              "                hk = view._hk = raw if q < 0 else raw[:q] + raw[end:]",
              "        if hk:",
              f"            k = {key}",

@@ -175,8 +175,8 @@ class RequestView:
         return p
 
     def head_key(self) -> bytes:
-        """The head's bytes without the query string (the request-target cut at its '?'),
-        cached: what every part of the request but its query is a function of, so a key
+        """The head's bytes without the query string (an origin-form request-target cut at
+        its '?'; an absolute-form head whole), cached: what every part of the request but its query is a function of, so a key
         that the verdicts of those parts may be remembered by (http/disjunction.py).
         b"" when there is none: a view not built from a head (request_view_of), or whose
         target, method or fields a rule changed."""
@@ -186,7 +186,10 @@ class RequestView:
             return b""
         sp = raw.find(b" ")
         end = raw.find(b" ", sp + 1)  # (the request line has exactly two spaces: parse_request)
-        q = raw.find(b"?", sp + 1, end)
+        # only an origin-form target's path is its bytes up to the '?': an absolute-form one
+        # without a path has one made by parse_request ("*" for OPTIONS, else "/"), whether
+        # a query follows or not, so its whole head is the key
+        q = raw.find(b"?", sp + 1, end) if raw.startswith(b"/", sp + 1) else -1
         k = self._hk = raw if q < 0 else raw[:q] + raw[end:]
         return k
 
@@ -393,7 +396,8 @@ def _cookies(view: "RequestView", name: bytes | None) -> list[bytes]:
 
 def _params(target: bytes, name: bytes | None, delim: bytes, icase: bool) -> list[bytes]:
     """Values of URL parameter `name` in the query string: it starts after the first '?'
-    (or `delim`) and parameters end at '&', ';' or `delim` (haproxy url_param)."""
+    (or `delim`) and parameters end at '&', ';' or `delim`, '?' when there is none
+    (haproxy url_param: its default delimiter is '?', smp_fetch_url_param)."""
     if name is None:
         return _params_of(target, None, delim, icase)
     by_name = _param_index(target, delim, icase)
@@ -418,10 +422,11 @@ def params_found(names: frozenset, delim: bytes, icase: bool) -> Callable[[Reque
     """view -> whether its URL has a parameter named one of `names` (as ``url_param(<name>,
     <delim>[,i]) -m found`` of each name would say, haproxy 7.3.6 "url_param"; lower case
     when `icase`): the ACLs of several names look the URL's parameters up once."""
-    if not delim and names and not any(c in n for n in names for c in (b"=", b"&", b";")):
-        # one regex search of the query string: a parameter starts it or follows '&' or ';'
-        # and is its name and '=' (what _param_index() indexes), no index built
-        search = re.compile(rb"(?:^|[&;])(?:" + b"|".join(re.escape(n) for n in sorted(names)) + rb")=",
+    if not delim and names and not any(c in n for n in names for c in (b"=", b"&", b";", b"?")):
+        # one regex search of the query string: a parameter starts it or follows '&', ';' or
+        # '?' (haproxy's default delimiter) and is its name and '=' (what _param_index()
+        # indexes), no index built
+        search = re.compile(rb"(?:^|[&;?])(?:" + b"|".join(re.escape(n) for n in sorted(names)) + rb")=",
                             re.IGNORECASE if icase else 0).search
 
         def test_query(view) -> bool:
@@ -462,8 +467,9 @@ def _query_parts(target: bytes, delim: bytes) -> list[bytes]:
     if start < 0:
         return []
     parts = _SEPS.split(target[start:])
-    if delim and delim not in b"&;":
-        parts = [p for chunk in parts for p in chunk.split(delim)]
+    sep = delim or b"?"  # (haproxy's default delimiter: a '?' in the query ends a parameter too)
+    if sep not in b"&;":
+        parts = [p for chunk in parts for p in chunk.split(sep)]
     return parts
 
 
@@ -477,7 +483,7 @@ def _params_of(target: bytes, name: bytes | None, delim: bytes, icase: bool) -> 
     if start < 0:
         return []
     query = target[start:]
-    seps = {b"&", b";"} | ({delim} if delim else set())
+    seps = {b"&", b";", delim or b"?"}  # (haproxy's default delimiter is '?')
     parts = [query]
     for sep in seps:
         parts = [p for chunk in parts for p in chunk.split(sep)]

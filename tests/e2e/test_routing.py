@@ -419,3 +419,22 @@ backend b
     finally:
         a.close()
         b.close()
+
+
+def test_an_absolute_form_head_without_a_path_is_decided_by_its_own_path(start_splicer, farm):
+    """OPTIONS http://h has the path "*", OPTIONS http://h?x the path "/": whichever comes
+    first, each is decided by its own (a fresh tester found the second answered with the
+    first's remembered verdict: the deny rule bypassed)."""
+    port = free_port()
+    start_splicer(farm_config(port, farm, """
+    http-request deny if !{ path_beg / }
+    http-request deny if { hdr_sub(user-agent) -i bot }
+    default_backend one
+"""), [port])
+
+    def status(target: bytes) -> int:
+        resp = exchange(port, b"OPTIONS %s HTTP/1.1\r\nHost: h\r\nUser-Agent: curl\r\nConnection: close\r\n\r\n"
+                        % target)
+        return int(resp.split(b" ")[1])
+    got = [status(t) for t in (b"http://h?x", b"http://h", b"http://h?x", b"http://h", b"*")]
+    assert got[1] == got[3] == got[4] == 403 and got[0] == got[2] != 403

@@ -178,6 +178,17 @@ def test_pattern_file_lines_end_at_lf_only(tmp_path):
     assert expr(req(fields=[(b"X", "-abc\u2028def-".encode())]))
 
 
+def test_a_pattern_ends_at_its_lines_first_cr_or_nul(tmp_path):
+    """haproxy's pattern.c ends a pattern at the first CR or LF (or NUL) of its line: the
+    line "cr\rmid" is the pattern "cr", not one that can never match (found by a fresh
+    tester against haproxy 2.6)."""
+    (tmp_path / "p.lst").write_bytes(b"cr\rmid\nnul\x00after\n\rgone\n  sp\rx\r\n")
+    from splicer.http.acl import read_pattern_file
+    assert read_pattern_file("p.lst", str(tmp_path), "acl 'x'") == ["cr", "nul", "sp"]
+    _, expr = parse_acl(["x", "req.hdr(x)", "-m", "sub", "-f", "p.lst"], str(tmp_path))
+    assert expr(req(fields=[(b"X", b"-cr-")])) and not expr(req(fields=[(b"X", b"mid")]))
+
+
 def test_m_must_precede_f_and_file_must_exist(tmp_path):
     (tmp_path / "p.lst").write_text("/a\n")
     with pytest.raises(AclError) as exc:

@@ -447,8 +447,10 @@ def test_a_view_a_rule_changed_has_no_head_key():
     r = {"host": b"b.example", "ua": None, "method": b"GET", "version": b"1.1", "src": "192.168.3.7",
          "src_port": 1000, "extra": [], "absolute": False, "target": b"/b?x=1"}
     assert head_view_of(r).head_key() == b"GET /b HTTP/1.1\r\nHost: b.example\r\n\r\n"
+    # an absolute-form head is its own key, query and all: parse_request makes the path of
+    # one without a path ("*" for OPTIONS, else "/"), and a query changes which
     assert head_view_of(dict(r, absolute=True)).head_key() == (
-        b"GET http://b.example/b HTTP/1.1\r\nHost: b.example\r\n\r\n")
+        b"GET http://b.example/b?x=1 HTTP/1.1\r\nHost: b.example\r\n\r\n")
     assert view_of(r).head_key() == b""  # not built from a head
     for change in (lambda v: v.set_target(b"/c"), lambda v: v.set_fields([(b"Host", b"c")]),
                    lambda v: v.set_method(b"POST")):
@@ -512,3 +514,21 @@ def test_a_query_prefilter_stands_before_the_query_parts():
                                   "    http-request deny if a\n    http-request deny if h\n"
                                   + POST).frontends[0].http_request))[0].cond
     assert "PRE(" not in type(cond).__call__.source
+
+
+def test_absolute_form_heads_without_a_path_are_not_one_head_but_for_the_query():
+    """OPTIONS http://h has the path "*" and OPTIONS http://h?x the path "/" (parse_request):
+    the verdict of one must never answer the other (found by a fresh tester: the memo gave
+    the first request the second's verdict)."""
+    cond = merge_runs(tuple(loads(PRE + """    http-request deny if !{ path_beg / }
+    http-request deny if { hdr_sub(user-agent) -i bot }
+""" + POST).frontends[0].http_request))[0].cond
+
+    def view(target: bytes):
+        raw = b"OPTIONS " + target + b" HTTP/1.1\r\nHost: h\r\nUser-Agent: curl\r\n\r\n"
+        req = parse_request(raw)
+        return request_view_of(req, raw, "127.0.0.1", 1000, "127.0.0.1", 80), req.target
+    for order in ((b"http://h?x", b"http://h", b"http://h?", b"*"), (b"http://h", b"http://h?x", b"*", b"http://h?")):
+        for target in order:
+            v, parsed = view(target)
+            assert bool(cond(v)) is (not parsed.startswith(b"/")), (target, parsed)

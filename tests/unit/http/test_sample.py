@@ -299,3 +299,17 @@ def test_url_param_found_of_several_names_is_the_parameter_index(parts, names, i
     names = frozenset(n.lower() for n in names) if icase else frozenset(names)
     v = RequestView(b"GET", url, url, b"1.1", [])
     assert smp.params_found(names, b"", icase)(v) is (not names.isdisjoint(smp._param_index(url, b"", icase)))
+
+
+@pytest.mark.parametrize("target, found, value", [
+    (b"/x?a=1?token=2", True, b"2"), (b"/x??token=1", True, b"1"), (b"/x?token=1?", True, b"1"),
+    (b"/x?a=1&token=3", True, b"3"), (b"/x?a=1;token=4", True, b"4"), (b"/x?atoken=1", False, None),
+    (b"/x?a=1?xtoken=2", False, None),
+])
+def test_a_question_mark_in_the_query_ends_a_parameter(target, found, value):
+    """haproxy's url_param has '?' for its default delimiter (smp_fetch_url_param): a '?'
+    inside the query ends a parameter, as '&' and ';' do (found by a fresh tester: the
+    ACL missed "/x?a=1?token=2", which haproxy 2.6 denies)."""
+    v = RequestView(b"GET", target, target, b"1.1", [])
+    assert smp.params_found(frozenset({b"token"}), b"", False)(v) is found
+    assert parse_fetch("url_param(token)")(v) == ([value] if found else [])
