@@ -24,6 +24,11 @@ def served_by(resp: bytes) -> bytes:
     return head_values(resp, b"x-served-by")[0]
 
 
+def named_backends(a, b) -> str:
+    """Backends a and b, each with its one named origin (the name is the body it answers)."""
+    return f"backend a\n    server a 127.0.0.1:{a.port}\nbackend b\n    server b 127.0.0.1:{b.port}\n"
+
+
 def farm_config(port: int, farm, frontend: str, extra: str = "") -> str:
     return DEFAULTS + f"""
 frontend www
@@ -114,11 +119,7 @@ frontend www
     bind 127.0.0.1:{port}
     use_backend b if {{ path_beg /b }}
     default_backend a
-backend a
-    server a 127.0.0.1:{a.port}
-backend b
-    server b 127.0.0.1:{b.port}
-""", [port])
+""" + named_backends(a, b), [port])
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         bodies = []
@@ -382,11 +383,7 @@ frontend www
     use_backend a unless few
     use_backend b if {{ path_beg /b }}
     default_backend a
-backend a
-    server a 127.0.0.1:{a.port}
-backend b
-    server b 127.0.0.1:{b.port}
-""", [port])
+""" + named_backends(a, b), [port])
     cases = [  # (target, extra fields, status, who answered: A, B or the proxy)
         (b"/x?n=1", b"", 200, b"A"), (b"/x?n=2", b"", 200, b"A"),
         (b"/x?n=3&debug=1", b"", 403, b""), (b"/x?n=4", b"", 200, b"A"),

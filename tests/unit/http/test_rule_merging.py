@@ -13,15 +13,9 @@ from splicer.http import acl as acl_mod
 from splicer.http.actions import LocalRule, first_local, merge_runs
 from splicer.http.h1 import HeadError, parse_request
 from splicer.http.sample import RequestView, request_view_of
+from tests.unit.configs import HTTP_DEFAULTS
 
-PRE = """global
-    nbthread 1
-defaults
-    mode http
-    timeout client 5s
-    timeout server 5s
-    timeout connect 5s
-frontend www
+PRE = HTTP_DEFAULTS + """frontend www
     bind 127.0.0.1:1
 """
 POST = """    default_backend app

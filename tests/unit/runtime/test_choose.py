@@ -12,15 +12,9 @@ from splicer.http.actions import LocalRule
 from splicer.http.h1 import parse_request
 from splicer.http.sample import RequestView, request_view_of
 from splicer.runtime.route import Switching, switching_of
+from tests.unit.configs import HTTP_DEFAULTS
 
-PRE = """global
-    nbthread 1
-defaults
-    mode http
-    timeout client 5s
-    timeout server 5s
-    timeout connect 5s
-frontend www
+PRE = HTTP_DEFAULTS + """frontend www
     bind 127.0.0.1:1
 """
 

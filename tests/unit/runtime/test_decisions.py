@@ -17,20 +17,14 @@ from splicer.http.h1 import HeadError, parse_request
 from splicer.http.sample import request_view_of
 from splicer.runtime.decisions import MEMO_ENTRIES, PAUSE, PAY_HITS, PAY_WINDOW, DecisionMemo, decision_reads
 from splicer.runtime.route import backend_names, switching_of
+from tests.unit.configs import HTTP_DEFAULTS
 
 _DIR = tempfile.mkdtemp(prefix="splicer-decisions-")
 MAP = os.path.join(_DIR, "hosts.map")
 with open(MAP, "w") as _f:
     _f.write("# host backend\nadmin.example b1\nwww.a.b b2\nx.example app\nex.example. b1\n")
 
-BASE = """\
-global
-    nbthread 1
-defaults
-    mode http
-    timeout client 5s
-    timeout server 5s
-    timeout connect 5s
+BASE = HTTP_DEFAULTS + """\
 userlist users
     user u insecure-password p
 frontend www
