@@ -18,7 +18,7 @@ renders a batch of them at once). The timers follow haproxy 8.4, measured on the
 from __future__ import annotations
 
 from splicer.http.termination import NORMAL, Phase
-from splicer.log.format import _date, _req
+from splicer.log.format import MEMO, _req
 from splicer.log.record import LogRecord
 
 NOSRV = "<NOSRV>"
@@ -166,8 +166,10 @@ def httplog_fields(st, logger, now: float) -> tuple:
     formats nothing but the memoised date and request line: Logger renders a whole
     batch's fields with one % of the template repeated). What stays the same from request
     to request is remembered: the client's "ip:port" on its session
-    (HttpSession.log_peer), "frontend backend/server" in logger.names (by server); the
-    timers of a stream that reached its server are computed inline."""
+    (HttpSession.log_peer), "frontend backend/server" in logger.names (by server), the
+    date by the request's start on the loop clock (logger.dates), the request line by
+    the head's bytes (_HEAD_LINES); the timers of a stream that reached its server are
+    computed inline."""
     s = st.s
     t_head = st.t_head
     if st._first:
@@ -193,7 +195,6 @@ def httplog_fields(st, logger, now: float) -> tuple:
     active = be.balancer.active
     term = st.term
     raw = st.raw
-    end = raw.find(b"\r\n")
     logger.count += 1
     peer = s.log_peer
     if peer is None:
@@ -206,10 +207,37 @@ def httplog_fields(st, logger, now: float) -> tuple:
         sc = active[srv.index]
     else:
         names, sc = f"{fe.name} {be.name}/{NOSRV}", 0
-    return (peer, _date(start + logger.hub.offset), names, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
+    date = logger.dates.get(start)
+    if date is None:
+        date = logger.date_of(start)
+    line = _HEAD_LINES.get(raw)
+    if line is None:
+        line = _head_line(raw)
+    return (peer, date, names, TR, Tw, Tc, Tr, int((now - start) * 1000.0 + 0.5),
             st.status or -1, st.head_out + st.down.moved, "----" if term is NORMAL else _term(term)[1],
-            fe.proxy.active, fe.active, sum(active), sc, "+" if st.redispatched else "", st.retries, be.queued,
-            _req(raw[:end] if end > 0 else request_line(raw)))
+            fe.proxy.active, fe.active, sum(active), sc, "+" if st.redispatched else "", st.retries, len(be.waiting),
+            line)
+
+
+_HEAD_LINES: dict[bytes, str] = {}
+"""Head bytes -> the escaped request line httplog_fields shows: a head that comes again
+(its hash computed already by the forwarded-head memo, h1.forwarded_request) is one
+lookup, not a search, a slice and a second lookup; heads of at most HEAD_LINE_BYTES bytes
+only, MEMO of them (cleared when full): at most 4 MiB."""
+
+HEAD_LINE_BYTES = 1024
+
+
+def _head_line(raw: bytes) -> str:
+    """The escaped request line of the head `raw` (format._req of its first line),
+    remembered in _HEAD_LINES."""
+    end = raw.find(b"\r\n")
+    line = _req(raw[:end] if end > 0 else request_line(raw))
+    if len(raw) <= HEAD_LINE_BYTES:
+        if len(_HEAD_LINES) >= MEMO:
+            _HEAD_LINES.clear()
+        _HEAD_LINES[raw] = line
+    return line
 
 
 def httplog_line(st, logger, now: float) -> str:

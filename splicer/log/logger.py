@@ -21,7 +21,7 @@ import time
 
 from splicer.config.model import LogTarget
 from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, httplog_fields, refused_record, stream_record
-from splicer.log.format import LogFormat
+from splicer.log.format import LogFormat, _date
 from splicer.log.record import LogRecord
 from splicer.log.syslog import INFO, Framer
 from splicer.log.target import Target, open_target
@@ -41,6 +41,11 @@ FLUSH_DELAY = 0.01
 """Seconds between the first record of a batch and its write: under load a batch holds
 many lines, written with one syscall per file target."""
 
+OFFSET_SLACK = 0.002
+"""Seconds a measure of the wall clock against the loop clock may come later than the last
+one before it is taken as the wall clock having moved (LogHub.clock): more than the loop's
+usual lag under load, less than a log line's date shows (milliseconds)."""
+
 TAG = "splicer"
 """The syslog tag (haproxy: the program name)."""
 
@@ -57,7 +62,19 @@ class LogHub:
         self.targets: dict[tuple, Target | None] = {}
         self.queue_drops = 0
         self.loggers: list["Logger"] = []
-        self.offset = time.time() - loop.time()  # wall clock - loop clock (refreshed per batch)
+        self.offset = time.time() - loop.time()  # wall clock - loop clock (clock(): once per batch)
+        self.dates: dict[float, str] = {}  # loop time -> %tr date at self.offset (Logger.date_of)
+
+    def clock(self) -> None:
+        """Measure the wall clock against the loop clock again (once per batch): `offset`
+        follows a wall clock set or slewed by NTP. A measure is late by as long as the loop
+        took since it last read its clock (never early), so the smallest is kept; one more
+        than OFFSET_SLACK later is taken as the clock having moved. A new offset forgets
+        the dates remembered at the old one."""
+        off = time.time() - self.loop.time()
+        if off < self.offset or off - self.offset > OFFSET_SLACK:
+            self.offset = off
+            self.dates.clear()
 
     def target(self, model: LogTarget) -> Target | None:
         """The opened Target for `model` (None when it cannot be opened: logged once)."""
@@ -141,7 +158,7 @@ class Logger:
     """
 
     __slots__ = ("hub", "fmt", "sinks", "dontlognull", "needs_dst", "queue", "_timer", "count", "loop", "fast",
-                 "fields", "names")
+                 "fields", "names", "dates")
 
     def __init__(self, hub: LogHub, fmt: LogFormat, sinks: list[tuple[Target, Framer]], dontlognull: bool) -> None:
         self.hub = hub
@@ -156,6 +173,7 @@ class Logger:
         self.fast = fmt.httplog
         self.fields: list = []  # the fast path's queued lines: httplog_fields tuples, concatenated
         self.names: dict = {}  # server -> "frontend backend/server" (collect.httplog_fields)
+        self.dates = hub.dates  # loop time -> %tr date (collect.httplog_fields, date_of)
 
     def next_id(self) -> int:
         """The next value of the %rt request counter."""
@@ -169,6 +187,16 @@ class Logger:
         if len(self.names) >= MAX_NAMES:
             self.names.clear()
         text = self.names[srv] = f"{fe.name} {be.name}/{srv.model.name}"
+        return text
+
+    def date_of(self, start: float) -> str:
+        """The %tr date (format._date) of the loop time `start` at the hub's offset,
+        remembered in self.dates (the hub's: cleared when the offset changes, or past
+        MAX_NAMES entries) for the streams that started in the same millisecond."""
+        dates = self.dates
+        if len(dates) >= MAX_NAMES:
+            dates.clear()
+        text = dates[start] = _date(start + self.hub.offset)
         return text
 
     def stream(self, st) -> None:
@@ -242,8 +270,7 @@ class Logger:
             self._timer = None
         if not self.queue and not self.fields:
             return
-        hub = self.hub
-        hub.offset = time.time() - hub.loop.time()
+        self.hub.clock()
         now = time.time()
         if not self.queue:  # only the fast path's lines: one block, joined as it is when it can be
             n = len(self.fields) // HTTPLOG_FIELDS

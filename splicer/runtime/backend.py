@@ -193,7 +193,9 @@ class Backend:
         """The most requests its queue held at once (haproxy qmax)."""
         self.counters = Counters()
         self.events = None  # its EventLog (splicer/log/logger.py): its `log` lines, set by the Proxy
-        self._queue: deque[list] = deque()  # [future] per waiting request, in arrival order
+        self.waiting: deque[list] = deque()
+        """The queue: a [future] per request waiting for a server, in arrival order
+        (len(waiting) is haproxy's qcur; `queued` says the same)."""
         # any free slot suits any request: strict FIFO (not so for the hash algorithms, whose
         # request wants its own server, nor random, whose draw may land on a full one)
         self._fifo = self._key_fn is None and model.balance != "random"
@@ -206,7 +208,7 @@ class Backend:
     @property
     def queued(self) -> int:
         """Requests waiting in the queue now (haproxy's qcur)."""
-        return len(self._queue)
+        return len(self.waiting)
 
     def reuse_floor(self, first: bool) -> int | None:
         """pool.reuse_floor() for this backend's `http-reuse` (None: no idle connection)."""
@@ -280,7 +282,7 @@ class Backend:
         took = False
         try:
             while True:
-                if entry is None and self._queue and self._fifo:
+                if entry is None and self.waiting and self._fifo:
                     i = None  # others are waiting already: behind them
                 elif force is not None:
                     i = force if self._has_room(force) else None
@@ -295,15 +297,15 @@ class Backend:
                     raise NoServerAvailable(f"backend '{self.name}' has no server available", "SC")
                 if entry is None:
                     limit = self._queue_limit(usable)
-                    if limit is not None and len(self._queue) >= limit:
+                    if limit is not None and len(self.waiting) >= limit:
                         raise NoServerAvailable(f"backend '{self.name}': queue full (maxqueue)", "sQ")
                     # every candidate is at its maxconn: queue (haproxy `timeout queue`)
                     if self.queue_timeout is not None:
                         deadline = self.loop.time() + self.queue_timeout
                     entry = [None]
-                    self._queue.append(entry)
-                    if len(self._queue) > self.qmax:
-                        self.qmax = len(self._queue)
+                    self.waiting.append(entry)
+                    if len(self.waiting) > self.qmax:
+                        self.qmax = len(self.waiting)
                 else:
                     self._wake_queue(after=entry)  # woken for nothing: the next one may fit
                 fut = entry[0] = self.loop.create_future()
@@ -318,7 +320,7 @@ class Backend:
             if entry is not None:
                 fut = entry[0]
                 woken = fut is not None and fut.done() and not fut.cancelled()
-                self._queue.remove(entry)
+                self.waiting.remove(entry)
                 if woken and not took:
                     self._wake_queue()  # leaving (a timeout, a cancellation) with a wake unused
 
@@ -336,7 +338,7 @@ class Backend:
     def _wake_queue(self, after: list | None = None) -> None:
         """Wake the first waiter not woken yet (after the entry `after`, when given)."""
         seen = after is None
-        for entry in self._queue:
+        for entry in self.waiting:
             if not seen:
                 seen = entry is after
                 continue
@@ -358,7 +360,7 @@ class Backend:
         Args:
             key: the request's balancing key (key_of()), None when it has none.
         """
-        if self._queue and self._fifo:
+        if self.waiting and self._fifo:
             return None  # others are waiting: this request goes behind them
         i = self.balancer.pick((), key, self.loop.time())
         if i is not None:

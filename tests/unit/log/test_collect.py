@@ -6,6 +6,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from splicer.http.termination import NORMAL, Cause, Phase, Termination
+from splicer.log import collect
 from splicer.log.collect import httplog_line, stream_record
 from splicer.log.format import HTTPLOG, LogFormat
 from splicer.log.logger import Logger
@@ -18,9 +19,10 @@ class Log:
     remembered server names), with Logger's own name_of."""
 
     name_of = Logger.name_of
+    date_of = Logger.date_of
 
     def __init__(self):
-        self.hub, self.count, self.needs_dst, self.names = NS(offset=OFFSET), 0, False, {}
+        self.hub, self.count, self.needs_dst, self.names, self.dates = NS(offset=OFFSET), 0, False, {}, {}
 
 
 class Server:
@@ -40,7 +42,7 @@ def session(peer=("127.0.0.1", 40001), local_ip="127.0.0.1", local_port=80):
 
 def stream(**kw):
     srv = Server("web2", 1)
-    be = NS(name="farm", balancer=NS(active=[3, 5]), queued=2)
+    be = NS(name="farm", balancer=NS(active=[3, 5]), queued=2, waiting=[[], []])
     fe = NS(name="fe", proxy=NS(active=9), active=7, captures=((), ()))
     base = dict(
         s=session(),
@@ -126,3 +128,39 @@ def test_a_line_of_the_fast_path_shows_every_field():
     fast, _ = both(stream(retries=1, redispatched=True))
     assert fast.startswith("127.0.0.1:40001 [") and fast.endswith(
         '] fe farm/web2 13/14/4/20/70 200 1290 - - ---- 9/7/8/5/+1 0/2 "GET /1k.bin HTTP/1.1"')
+
+
+def test_a_head_that_comes_again_gives_its_line_from_memory():
+    """The request line is remembered by the head's bytes: an equal head (another bytes
+    object, as the next request's is) gives the same escaped line; a head longer than
+    HEAD_LINE_BYTES is not remembered, and its line is still right."""
+    raw = b'GET /a"b\x01 HTTP/1.1\r\nHost: x\r\n\r\n'
+    first, slow = both(stream(raw=raw))
+    assert first == slow and first.endswith(' "GET /a#22b#01 HTTP/1.1"')
+    assert collect._HEAD_LINES[raw] == 'GET /a#22b#01 HTTP/1.1'
+    again, _ = both(stream(raw=bytes(bytearray(raw))))
+    assert again == first
+    big = b"GET /big HTTP/1.1\r\nX: " + b"y" * collect.HEAD_LINE_BYTES + b"\r\n\r\n"
+    fast, slow = both(stream(raw=big))
+    assert fast == slow and fast.endswith(' "GET /big HTTP/1.1"') and big not in collect._HEAD_LINES
+
+
+def test_the_head_memo_is_bounded(monkeypatch):
+    monkeypatch.setattr(collect, "MEMO", 3)
+    lg = logger()
+    for i in range(10):
+        line = httplog_line(stream(raw=b"GET /%d HTTP/1.1\r\n\r\n" % i), lg, 100.0703)
+        assert line.endswith(f'"GET /{i} HTTP/1.1"') and len(collect._HEAD_LINES) <= 3
+
+
+def test_the_date_is_remembered_by_the_start_on_the_loop_clock():
+    """Streams that started in the same millisecond of the loop clock share one date;
+    another start gets its own; the dates are those the record's line shows."""
+    lg = logger()
+    a = httplog_line(stream(), lg, 100.0703)
+    assert list(lg.dates) == [100.0] and a == LogFormat(HTTPLOG).render(stream_record(stream(), logger(), 100.0703))
+    later = stream(_first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
+    b = httplog_line(later, lg, 101.3)
+    assert sorted(lg.dates) == [100.0, 101.25]
+    assert b == LogFormat(HTTPLOG).render(stream_record(later, logger(), 101.3))
+    assert a.split("[")[1][:24] != b.split("[")[1][:24]

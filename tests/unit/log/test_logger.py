@@ -177,3 +177,30 @@ def test_a_line_that_fails_to_render_loses_only_itself(loop, tmp_path, caplog):
     hub.close()
     assert (tmp_path / "b.log").read_text().splitlines() == expected([sts[0], sts[2]], 100.0703)
     assert "failed to render" in caplog.text
+
+
+def test_the_clock_offset_keeps_its_smallest_measure_and_follows_a_set_clock(loop, monkeypatch):
+    """LogHub.clock: a measure a little later than the offset (the loop's lag) changes
+    nothing, the dates remembered stay; an earlier one is kept (a measure is never early);
+    the wall clock set forward by a second is followed, and the dates remembered at the old
+    offset are forgotten, so a stream's date is the new clock's."""
+    wall = [1000.0]
+    monkeypatch.setattr(logger_mod.time, "time", lambda: wall[0])
+    loop.time = lambda: 100.0
+    hub = LogHub(loop)
+    model = LogTarget(kind="file", address="file@/dev/null", path="/dev/null", format="raw")
+    lg = hub.logger(LogFormat(HTTPLOG), (model,), False)
+    assert hub.offset == 900.0
+    first = lg.date_of(100.0)
+    wall[0] = 1000.0 + logger_mod.OFFSET_SLACK / 2
+    hub.clock()
+    assert hub.offset == 900.0 and lg.dates == {100.0: first}
+    wall[0] = 999.9995
+    hub.clock()
+    assert hub.offset == 999.9995 - 100.0 and lg.dates == {}
+    wall[0] = 1001.0
+    hub.clock()
+    assert hub.offset == 901.0 and lg.dates == {}
+    assert lg.date_of(100.0) != first and lg.date_of(100.0)[-12:] == logger_mod._date(1001.0)[-12:]
+    assert lg.dates is hub.dates
+    hub.close()
