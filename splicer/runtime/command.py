@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from splicer.admin import servers_state as st
-from splicer.admin.commands import Answer, Command, Level, effective_weight, parse
+from splicer.admin.commands import Answer, Command, Level, effective_weight, help_text, parse
 from splicer.admin.line import answer, split_commands
 from splicer.http.termination import Cause
 from splicer.runtime import status
@@ -190,7 +190,11 @@ def run_line(proxy: "Proxy", line: str) -> str:
         got = parse(words, Level.ADMIN, names)
         if isinstance(got, Answer):
             out.append(answer(got.text))
-        elif got.kind == "session":
+        elif got.name == "help":  # (what the master CLI's `@<n> help` shows: the admin level's)
+            out.append(answer(help_text(Level.ADMIN, tuple(got.value))))
+        elif got.name == "show cli level":
+            out.append(answer("admin"))
+        elif got.kind == "session":  # prompt, quit, operator, user: nothing to do on a worker
             out.append(answer(""))
         else:
             out.append(answer(combine(got, [execute(proxy, got)], proxy.admin_context())))

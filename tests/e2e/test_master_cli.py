@@ -64,6 +64,21 @@ def test_help_unknown_command_and_socat(start_splicer, farm):
     assert json.loads(out.splitlines()[0])["worker"] == [1]
 
 
+def test_a_command_for_one_worker_answers_as_its_stats_socket_would(start_splicer, farm):
+    """`@<n> <command>` runs the runtime API command on worker n: `help` lists the admin
+    level's commands (haproxy's master CLI shows the worker's), `show cli level` says
+    admin, `show info` is that worker's; a worker that is not there is named."""
+    port = free_port()
+    sp = start_splicer(http_config(port, [(o.name, o.port) for o in farm]), [port])
+    helped = sp.cli("@1 help")
+    assert helped.startswith("The following commands are valid at this level:\n")
+    assert "show stat" in helped and "set server" in helped and "clear counters [all]" in helped
+    assert sp.cli("@1 help show").count("\n") > 3 and "set server" not in sp.cli("@1 help show")
+    assert sp.cli("@1 show cli level").strip() == "admin"
+    assert f"Pid: {sp.worker_pids()[0]}" in sp.cli("@1 show info")
+    assert sp.cli("@9 help").startswith("worker 9:")
+
+
 def read_until(s: socket.socket, marker: bytes, timeout: float = 10.0) -> bytes:
     out = b""
     deadline = time.monotonic() + timeout
