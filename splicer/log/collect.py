@@ -247,13 +247,14 @@ def httplog_line(st, logger, now: float) -> str:
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
-                   req=None, raw: bytes = b"", backend: str = "") -> LogRecord:
+                   req=None, raw: bytes = b"", backend: str = "", server: str = NOSRV) -> LogRecord:
     """The record of a request refused (or a connection closed) before any stream: a head
     that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
     frontend as backend, no backend having been chosen yet); or, with `req` (its head
     `raw`), a request answered by splicer itself (an http-request rule, a 503 for want of a
     backend, an ambiguous target refused), logged with its request line and `backend`,
-    and timed as a stream is (8.4): on the connection's first request TR runs from the
+    and timed as a stream is (8.4), with `server` as its %s (haproxy's "<STATS>" for the
+    stats page, "<PROMEX>" for the prometheus exporter; else "<NOSRV>"): on the connection's first request TR runs from the
     accept to its head (HttpSession.t_local: when splicer took it to answer) and Ti is 0;
     on a later one Ti runs from the end of the previous response to its head, TR is 0 and
     the line is dated from its head."""
@@ -279,7 +280,7 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
     return LogRecord(
         s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
         0, Ti, TR, -1, -1, -1, Ta, Ta + Ti if Ti > 0 else Ta,
-        fe.name, backend or fe.name, NOSRV, status or -1, sent, received,
+        fe.name, backend or fe.name, server, status or -1, sent, received,
         str(term), str(term) + "--", fe.proxy.active, fe.active, 0, 0, 0, False, 0, 0,
         hr, (None,) * len(caps[1]), line, method, uri, version, 0, 0, logger.next_id(), "http")
 

@@ -20,7 +20,7 @@ import os
 import time
 
 from splicer.config.model import LogTarget
-from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, httplog_fields, refused_record, stream_record
+from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, NOSRV, httplog_fields, refused_record, stream_record
 from splicer.log.format import LogFormat, _date
 from splicer.log.record import LogRecord
 from splicer.log.syslog import INFO, Framer
@@ -230,10 +230,12 @@ class Logger:
             return
         self.add(refused_record(session, self, term, status, sent, received, self.loop.time()))
 
-    def local(self, session, req, raw: bytes, term, status: int, sent: int, received: int, backend: str) -> None:
-        """Log a request splicer answered itself (session._answer_locally)."""
+    def local(self, session, req, raw: bytes, term, status: int, sent: int, received: int, backend: str,
+              server: str = NOSRV) -> None:
+        """Log a request splicer answered itself (session._answer_locally, and with `server`
+        "<STATS>" or "<PROMEX>", runtime/services.py)."""
         self.add(refused_record(session, self, term, status, sent, received, self.loop.time(), req, raw,
-                                backend))
+                                backend, server))
 
     def add(self, record) -> None:
         """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting), after

@@ -136,12 +136,12 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
         if body is None:
             keep = False  # too large (left unread: the session closes in stages)
         else:
-            fe.counters.bin += len(body)
+            _count_in(fe, be, len(body))
     elif fr.kind is BodyKind.LENGTH and fr.length:
         body = await _read_body(session, fr.length)
         if body is None:
             return False
-        fe.counters.bin += len(body)
+        _count_in(fe, be, len(body))
     head_only = method == b"HEAD"
     if rule.service == "prometheus-exporter":
         text = prometheus.render_metrics(await cluster_stats(proxy))
@@ -153,14 +153,29 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
     for counters in (fe.counters, be.counters if be is not None else None):
         if counters is not None:
             counters.count_status(status)
+    sent = 0
     try:
         await io.send_all(session.loop, session.sock, data, session.t_client)
-        fe.counters.bout += len(data)
+        sent = len(data)
+        fe.counters.bout += sent
+        if be is not None:
+            be.counters.bout += sent
     except (OSError, TimeoutError):
         keep = False
-    record_local(Termination(Cause.LOCAL, Phase.REQUEST), "intercepted", fe.counters,
-                 be.counters if be is not None else None)
+    term = Termination(Cause.LOCAL, Phase.REQUEST)
+    record_local(term, "intercepted", fe.counters, be.counters if be is not None else None)
+    if fe.logger is not None:  # haproxy logs these with "<PROMEX>" or "<STATS>" as the server
+        fe.logger.local(session, req, raw, term, status, sent, len(raw) + len(body or b""),
+                        be.name if be is not None else "",
+                        "<PROMEX>" if rule.service == "prometheus-exporter" else "<STATS>")
     return keep
+
+
+def _count_in(fe, be, n: int) -> None:
+    """Count `n` request body bytes on the frontend and, when its rules answered, the backend."""
+    fe.counters.bin += n
+    if be is not None:
+        be.counters.bin += n
 
 
 async def _stats(session, req, method: bytes, body: bytes | None, rule: ServiceRule, keep: bool,

@@ -554,6 +554,7 @@ class HttpSession:
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
+            be.counters.bin += len(raw)  # (haproxy: a stream's bytes count on its frontend and backend alike)
         if isinstance(d.rule, ServiceRule):  # the stats page, the prometheus exporter
             return await services.answer(self, req, raw, d.rule, be)
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
@@ -593,11 +594,15 @@ class HttpSession:
             await io.send_all(self.loop, self.sock, data, self.t_client)
             c.bout += len(data)
             sent = len(data)
+            if be is not None:
+                be.counters.bout += sent
         except (OSError, TimeoutError):
             keep = False
         if keep and drain:
             got = await self._discard(drain)
             c.bin += got
+            if be is not None:
+                be.counters.bin += got
             keep = got == drain
         record_local(term, d.rule.counter, c, be.counters if be is not None else None)
         if lg is not None:

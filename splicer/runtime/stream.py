@@ -177,17 +177,17 @@ class Stream:
             self.term = Termination(last.killed, self.term.phase)
         fe, be, srv = self.fe.counters, self.be.counters, self.server.counters if self.server else None
         up, down = self.up, self.down
-        fe.bin += self.head_in + up.moved
-        fe.bout += self.head_out + down.moved
+        # the bytes the client sent and got, heads included, on the frontend, the backend and
+        # the server alike (haproxy's stream_process_counters: req.total and res.total)
+        b_in, b_out = self.head_in + up.moved, self.head_out + down.moved
         for st in self.interim:
             fe.count_status(st)
         spliced, copied, status = up.spliced + down.spliced, up.copied + down.copied, self.status
         for c in (fe, be, srv):
             if c is None:
                 continue
-            if c is not fe:
-                c.bin += up.moved
-                c.bout += down.moved
+            c.bin += b_in
+            c.bout += b_out
             c.spliced += spliced
             c.copied += copied
             if status:

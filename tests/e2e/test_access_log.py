@@ -513,3 +513,36 @@ def test_stdout_target(start_splicer, origin):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert parse(lines[0])["r"] == "GET /ok/stdout HTTP/1.1"
+
+
+def test_the_exporter_and_the_stats_page_are_logged_as_haproxy_logs_them(start_splicer, tmp_path, origin):
+    """haproxy logs a request its prometheus exporter or its stats page answered, with
+    "<PROMEX>" or "<STATS>" as the server and LR-- as the termination state."""
+    sp, path = start(start_splicer, tmp_path, [("o1", origin.port)],
+                     frontend="    http-request use-service prometheus-exporter if { path /metrics }\n"
+                              "    stats enable\n    stats uri /stats\n")
+    resp, _ = get(sp.port, "/metrics")
+    assert resp.startswith(b"HTTP/1.1 200 ") and b"haproxy_frontend_" in resp
+    page, _ = get(sp.port, "/stats;csv")
+    assert page.startswith(b"HTTP/1.1 200 ")
+    m = parse(lines_of(path, 1, "/metrics")[0])
+    assert (m["ft"], m["b"], m["s"], m["ST"], m["tsc"], m["r"]) == (
+        "www", "www", "<PROMEX>", "200", "LR--", "GET /metrics HTTP/1.1")
+    assert int(m["B"]) == len(resp)
+    s = parse(lines_of(path, 1, "/stats")[0])
+    assert (s["b"], s["s"], s["ST"], s["tsc"], s["r"]) == ("www", "<STATS>", "200", "LR--", "GET /stats;csv HTTP/1.1")
+    assert int(s["B"]) == len(page)
+
+
+def test_bytes_count_alike_on_the_frontend_the_backend_and_the_server(start_splicer, tmp_path, origin):
+    """haproxy adds a stream's bytes, heads included, to its frontend, backend and server
+    alike (what the client sent, what it got): the log line's bytes are the same."""
+    sp, path = start(start_splicer, tmp_path, [("o1", origin.port)])
+    resp, _ = get(sp.port, "/ok/x", b"X-Pad: " + b"p" * 100 + b"\r\n")
+    assert resp.startswith(b"HTTP/1.1 200 ")
+    f = parse(lines_of(path, 1, "/ok/x")[0])
+    st = sp.stats()
+    fe, be = st["frontends"]["www"], st["backends"]["farm"]
+    srv = be["servers"]["o1"]
+    assert fe["bout"] == be["bout"] == srv["bout"] == int(f["B"]) == len(resp)
+    assert fe["bin"] == be["bin"] == srv["bin"] > 100
