@@ -187,7 +187,7 @@ class Backend:
                 s.admin.add("MAINT")
                 self.balancer.set_up(s.index, False)
             s.avail = Availability(not s.model.disabled, now)
-        self.avail = Availability(bool(self.balancer.group()), now)
+        self.avail = Availability(self.up, now)
         """The backend's UP/DOWN history: DOWN while no server is usable (haproxy)."""
         self.qmax = 0
         """The most requests its queue held at once (haproxy qmax)."""
@@ -621,7 +621,14 @@ class Backend:
         up = self.balancer.up
         for s in self.servers:
             s.avail.note(up[s.index], now)
-        self.avail.note(bool(self.balancer.group()), now)
+        self.avail.note(self.up, now)
+
+    @property
+    def up(self) -> bool:
+        """The backend's state as haproxy's stats show it: UP while a server is usable, or
+        when it has no server at all (a `listen` for the stats page alone; haproxy's
+        stats_fill_be_stats: `tot_weight > 0 || !px->srv`), else DOWN."""
+        return bool(self.balancer.group()) or not self.servers
 
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the

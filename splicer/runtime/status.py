@@ -164,7 +164,8 @@ def _desc(status: str) -> str:
 
 def backend_stats(be, now: float, sampler: RateSampler | None = None, iid: int = 0) -> dict:
     """One backend's entry of Proxy.stats(): its Counters plus qcur, qmax, scur (requests
-    served now), status ("UP" while a server is usable, else "DOWN"), weight/uweight (sums
+    served now), status (Backend.up: "UP" while a server is usable or when it has none, else
+    "DOWN"), weight/uweight (sums
     over the group in use), act/bck (usable active / backup servers), chkdown, lastchg,
     downtime (of the backend as a whole, as haproxy), rate/rate_max, mode, algo, cookie,
     iid, and "servers": {name: server_stats()}."""
@@ -176,7 +177,7 @@ def backend_stats(be, now: float, sampler: RateSampler | None = None, iid: int =
     d = be.counters.as_dict()
     d.update(
         qcur=be.queued, qmax=be.qmax, scur=sum(b.active), smax=None,
-        status="UP" if group else "DOWN",
+        status="UP" if be.up else "DOWN",
         weight=sum(math.ceil(b.eweight(k, now) / WEIGHT_SCALE) for k in group),
         uweight=sum(b.weights[k] for k in group),
         act=sum(1 for s in be.servers if not s.model.backup and b.alive(s.index)),

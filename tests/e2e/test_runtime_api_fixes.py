@@ -205,3 +205,18 @@ def test_stats_socket_lines_as_haproxy_reads_them(start_splicer, tmp_path):
         assert server_rows(cli(admin, "show servers state\n"))["s1"][7] == "2"
     finally:
         origin.close()
+
+
+def test_a_backend_without_servers_is_up(start_splicer, farm):
+    """A `listen` for the stats page alone has a backend with no server: haproxy shows it
+    UP (stats_fill_be_stats: `tot_weight > 0 || !px->srv`), with no downtime; a backend
+    whose servers are all down is DOWN."""
+    port, sport = free_port(), free_port()
+    start_splicer(stats_config(port, sport, [(o.name, o.port) for o in farm], server_opts="disabled"),
+                  [port, sport])
+    time.sleep(1.1)  # a downtime would show by now
+    status, _, body = get(sport, "/st;csv")
+    assert status == 200
+    rows = {(r["pxname"], r["svname"]): r for r in parse_csv(body.decode())}
+    assert rows[("stats", "BACKEND")]["status"] == "UP" and rows[("stats", "BACKEND")]["downtime"] in ("", "0")
+    assert rows[("farm", "BACKEND")]["status"] == "DOWN"
