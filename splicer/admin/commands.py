@@ -93,8 +93,8 @@ SPECS: tuple[Spec, ...] = (
          "the servers' states in the server-state-file format (version 1)", ANY),
     Spec(("show", "sess"), Level.OPERATOR, "show sess",
          "the streams in flight, one line each, per worker", EACH),
-    Spec(("show", "stat"), Level.USER, "show stat [typed]",
-         "the counters of each frontend, backend and server (CSV, or typed)", MERGE),
+    Spec(("show", "stat"), Level.USER, "show stat [<iid> <type> <sid>] [opts]",
+         "the counters of each frontend, backend and server (CSV; opts: typed, up, no-maint)", MERGE),
     Spec(("shutdown", "sessions", "server"), Level.ADMIN, "shutdown sessions server <bk>/<srv>",
          "end every stream on a server now", ALL),
     Spec(("user",), Level.USER, "user",
@@ -121,6 +121,50 @@ SERVER_STATES = ("ready", "drain", "maint")
 MAX_WEIGHT = 256
 """Highest absolute server weight (haproxy SRV_UWGHT_MAX)."""
 
+NO_SUCH_PROXY = "No such proxy.\n"
+"""haproxy's answer to `show stat <iid> <type> <sid>` when <iid> names no proxy and is no
+number but 0 (src/stats.c cli_parse_show_stat())."""
+
+INVALID_DOMAIN = "Invalid statistics domain.\n"
+"""haproxy's answer to `show stat domain X` for a domain it does not have."""
+
+STATS_TYPE_FE, STATS_TYPE_BE, STATS_TYPE_SV, STATS_TYPE_SO = 0, 1, 2, 3
+"""haproxy's object types (the CSV's `type` column); `show stat`'s <type> is a bit field of
+`1 << type`: 1 frontends, 2 backends, 4 servers, 8 listeners, -1 everything."""
+
+
+@dataclass(frozen=True)
+class StatFilter:
+    """What `show stat` dumps (haproxy 2.6 management.txt "show stat"; src/stats.c
+    cli_parse_show_stat(), show_stat_ctx's STAT_BOUND, STAT_HIDE_DOWN, STAT_HIDE_MAINT).
+
+    Attributes:
+        proxy: the <iid>|<proxy> word as typed; "" when the command has no
+            `<iid> <type> <sid>` (everything is dumped). A proxy of that name gives its id,
+            otherwise the word is read as a number (C atoi()); -1 means every proxy.
+            Resolved against the rows by stat_proxy_id().
+        type: <type>, a bit field of `1 << STATS_TYPE_*` (-1: every type).
+        sid: <sid>, a server id (the `sid` column), -1 for every server.
+        up: `up`: only the servers UP, or DOWN but with checks on their way up; not those
+            in maintenance, nor those DOWN for good.
+        no_maint: `no-maint`: not the servers in maintenance.
+    """
+
+    proxy: str = ""
+    type: int = -1
+    sid: int = -1
+    up: bool = False
+    no_maint: bool = False
+
+    @property
+    def bound(self) -> bool:
+        """`<iid> <type> <sid>` were given (haproxy STAT_BOUND)."""
+        return self.proxy != ""
+
+    def wants(self, obj_type: int) -> bool:
+        """Objects of type `obj_type` (STATS_TYPE_*) are dumped at all."""
+        return not self.bound or bool(self.type & (1 << obj_type))
+
 
 @dataclass(frozen=True)
 class Command:
@@ -134,7 +178,8 @@ class Command:
         action: what the command does, for those with variants: "state", "weight",
             "addr" (set server), "ready" / "maint" (enable / disable server), "on" / "off"
             (enable / disable health), "all" (clear counters all), "typed" (show stat).
-        value: the action's value: a state name, a weight (int), an address.
+        value: the action's value: a state name, a weight (int), an address; for `show
+            stat`, its StatFilter.
         relative: the weight is a percentage of the server's initial weight.
         port: the new port of `set server ... addr ... port P` (None: unchanged).
     """
@@ -212,7 +257,8 @@ def parse(words: tuple[str, ...] | list[str], level: Level,
         A Command, or the Answer to send back: "Permission denied", "Unknown command ...",
         or the usage error haproxy gives ("Require 'backend/server'.", "No such backend.",
         "No such server.", "'set server <srv> state' expects 'ready', 'drain' and 'maint'.",
-        "Absolute weight can only be between 0 and 256 inclusive.", ...).
+        "Absolute weight can only be between 0 and 256 inclusive.", "Invalid statistics
+        domain.", ...).
     """
     words = tuple(words)
     spec = find(words)
@@ -229,7 +275,7 @@ def parse(words: tuple[str, ...] | list[str], level: Level,
             return Command(spec, words, action="all")
         return Command(spec, words)
     if name == "show stat":
-        return Command(spec, words, action="typed" if "typed" in rest else "")
+        return parse_show_stat(spec, words, rest)
     if name == "show servers state":
         if rest:
             if servers is not None and rest[0] not in servers:
@@ -319,3 +365,66 @@ def effective_weight(value: int, relative: bool, initial: int) -> int:
     `initial`: N%, rounded down, capped at 256 (haproxy: relative to the initial weight)."""
     w = initial * value // 100 if relative else value
     return min(w, MAX_WEIGHT)
+
+
+def atoi(text: str) -> int:
+    """A number read as C's atoi() reads it, as haproxy reads `show stat`'s numbers: leading
+    blanks, a sign, the digits up to the first other character; 0 when there are none
+    ("x" -> 0, "3x" -> 3, "-1" -> -1)."""
+    t = text.lstrip(" \t\n\r\f\v")
+    sign = -1 if t[:1] == "-" else 1
+    if t[:1] in ("-", "+"):
+        t = t[1:]
+    n = len(t) - len(t.lstrip("0123456789"))
+    return sign * int(t[:n]) if n else 0
+
+
+def parse_show_stat(spec: Spec, words: tuple[str, ...], rest: tuple[str, ...]) -> Command | Answer:
+    """`show stat [domain proxy] [{<iid>|<proxy>} <type> <sid>] [typed] [up|no-maint]`, read
+    as haproxy 2.6 reads it (management.txt "show stat"; src/stats.c cli_parse_show_stat()).
+
+    When three words follow (after `domain proxy`), they are `<iid> <type> <sid>`, whatever
+    they are: `show stat typed up desc` looks for a proxy "typed". The numbers are read as
+    atoi() reads them. Then `typed`, `up` and `no-maint` may come in any order; any other
+    word (`desc`, `json`, `show stat x`) is ignored, as haproxy ignores the words it does
+    not know there (splicer has no `json` form and no descriptions: the CSV is printed).
+
+    Args:
+        spec: the `show stat` table entry.
+        words: the whole command.
+        rest: the words after `show stat`.
+
+    Returns:
+        The Command (action "typed" or "", value its StatFilter), or Answer(INVALID_DOMAIN)
+        for a `domain` other than `proxy` (haproxy 2.6's other one, `resolvers`, is a
+        domain splicer does not have). Whether <iid> names a proxy is known only from the
+        rows (stat_proxy_id()).
+    """
+    rest = tuple(rest)
+    if rest[:1] == ("domain",):
+        if rest[1:2] != ("proxy",):
+            return Answer(INVALID_DOMAIN)
+        rest = rest[2:]
+    proxy, obj_type, sid = "", -1, -1
+    if len(rest) >= 3 and all(rest[:3]):
+        proxy, obj_type, sid = rest[0], atoi(rest[1]), atoi(rest[2])
+        rest = rest[3:]
+    flt = StatFilter(proxy, obj_type, sid, up="up" in rest, no_maint="no-maint" in rest)
+    return Command(spec, words, action="typed" if "typed" in rest else "", value=flt)
+
+
+def stat_proxy_id(word: str, ids: dict[str, int]) -> int | None:
+    """The proxy id `show stat`'s <iid>|<proxy> word selects (haproxy cli_parse_show_stat():
+    a proxy of that name first, else the word as a number, -1 for all).
+
+    Args:
+        word: StatFilter.proxy.
+        ids: {proxy name: its id (the `iid` column)}.
+
+    Returns:
+        The id (-1: every proxy; one no proxy has selects nothing), or None when the word is
+        no proxy's name and reads as 0: haproxy then answers NO_SUCH_PROXY.
+    """
+    if word in ids:
+        return ids[word]
+    return atoi(word) or None
