@@ -319,6 +319,9 @@ class Frontend:
         idle_close_on_response: `option idle-close-on-response` (on unless `no option
             idle-close-on-response`): during a soft stop an idle client connection is kept
             until its next response, sent with `Connection: close`; off: it is closed at once.
+        ignore_probes: `option http-ignore-probes`: a new connection that ends (closed or
+            timed out) before it sent a byte is closed in silence, neither answered (400 /
+            408), counted nor logged, as a browser's pre-connect should be.
         errorfiles: (status, whole HTTP response) pairs from `errorfile`.
         http_request / http_response: the rules of its `http-request` / `http-response`
             lines (splicer.http.rules.HeaderRule, splicer.http.actions.LocalRule, and for
@@ -353,6 +356,7 @@ class Frontend:
     http_buffer_request: bool = False
     accept_invalid_http_request: bool = False
     idle_close_on_response: bool = True
+    ignore_probes: bool = False
     errorfiles: tuple[tuple[int, bytes], ...] = ()
     http_request: tuple = ()
     http_response: tuple = ()

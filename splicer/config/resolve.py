@@ -548,6 +548,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         http_buffer_request=bool(_value(settings, "http_buffer_request", False)),
         accept_invalid_http_request=bool(_value(settings, "accept_invalid_http_request", False)),
         idle_close_on_response=bool(_value(settings, "idle_close_on_response", True)),
+        ignore_probes=bool(_value(settings, "ignore_probes", False)),
         errorfiles=_errorfiles(settings),
         http_request=_rules(section, "http_request", bound) + _stats_rules(section, settings, bound),
         http_response=_rules(section, "http_response", bound),

@@ -95,9 +95,10 @@ def counted(t: Termination) -> tuple[str, ...]:
     if c is Cause.NONE or c is Cause.LOCAL:
         return ()
     if p is Phase.REQUEST:
-        # a client that closed before its request head was whole counts nothing: it is
-        # the browser pre-connect case (haproxy counts it only with http-ignore-probes off)
-        return () if c is Cause.CLIENT_ABORT else ("ereq",)
+        # a client that closed before its request head was whole too (haproxy's
+        # h1_handle_incomplete_req); with `option http-ignore-probes` a connection that
+        # sent nothing is no stream at all, so nothing is counted for it
+        return ("ereq",)
     if p is Phase.HEADERS:
         if c in (Cause.SERVER_ABORT, Cause.SERVER_TIMEOUT, Cause.PROXY):
             return ("eresp",)

@@ -196,10 +196,12 @@ class HttpSession:
                 self.spawn(self._run_stream(stream))
             return
         if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
-            if not self.streams and self.fe.logger is not None and c.end is not JobEnd.CANCELLED:
-                # a connection that sent nothing at all (a probe): haproxy logs it, unless
-                # option dontlognull
-                self.fe.logger.refused(self, Termination(Cause.CLIENT_ABORT, Phase.REQUEST), 0, 0, 0)
+            if self._probe() and c.end is not JobEnd.CANCELLED:
+                # a new connection closed before it sent a byte: as haproxy without `option
+                # http-ignore-probes`, an incomplete request: 400 (CR), counted and logged
+                # (unless option dontlognull)
+                self.spawn(self._refused_probe(Cause.CLIENT_ABORT, 400))
+                return
             self.close()  # closed between requests (or the engine stopped): no stream at all
             return
         self.spawn(self._stream(False, c))  # a timeout, a partial or oversized head
@@ -329,13 +331,28 @@ class HttpSession:
             pass
         return sent
 
+    def _probe(self) -> bool:
+        """Whether a connection that ends before it sent a byte is an incomplete request
+        (haproxy's h1 mux: a 400 or a 408, counted and logged): on a new connection, unless
+        `option http-ignore-probes`, for which such a connection (a browser's pre-connect)
+        ends in silence, unlogged and uncounted. On a connection that served a request
+        already, the end of an idle wait is never one (haproxy closes it silently)."""
+        return not self.streams and not self.fe.model.ignore_probes
+
+    async def _refused_probe(self, cause: Cause, status: int) -> bool:
+        await self._refuse(cause, status, 0)
+        return False  # (the session's task closes it)
+
     async def _refuse(self, cause: Cause, status: int, received: int = 0) -> None:
         """End a stream in its request phase (nothing reached a server): answer `status`
-        (0: none), count it on the frontend and log it (`received`: bytes the client sent)."""
+        (0: none), count it on the frontend (a request, as haproxy counts one its h1 mux
+        refuses: req_tot, the status, ereq from the termination) and log it (`received`:
+        bytes the client sent)."""
         if self.fe.switching is not None:
             # refused before any rule chose a backend: the frontend's default route answers
             self.be, self.route = self.fe.backend, self.fe.route
         fe = self.fe.counters
+        fe.req_tot += 1
         sent = 0
         if status:
             fe.count_status(status)
@@ -373,6 +390,8 @@ class HttpSession:
             if getattr(exc, "partial", b""):
                 fe.counters.bin += len(exc.partial)
                 await self._refuse(Cause.CLIENT_TIMEOUT, 408, len(exc.partial))
+            elif self._probe():  # a new connection that sent nothing in time: 408 (cR), as haproxy
+                await self._refuse(Cause.CLIENT_TIMEOUT, 408, 0)
             return False  # an idle keep-alive connection just closes, as haproxy does
         except io.HeadTooLarge as exc:
             status = 414 if exc.first_line else 431
@@ -386,9 +405,11 @@ class HttpSession:
             await self._refuse(Cause.PROXY, status, self.route.bufsize)
             return False
         if not head_complete(head):
-            if head:  # the client closed mid-head (between requests is no stream at all)
+            if head:  # the client closed mid-head: haproxy's incomplete request, 400 (CR)
                 fe.counters.bin += len(head)
-                await self._refuse(Cause.CLIENT_ABORT, 0, len(head))
+                await self._refuse(Cause.CLIENT_ABORT, 400, len(head))
+            elif self._probe():  # (the loop read it: as _on_head does)
+                await self._refuse(Cause.CLIENT_ABORT, 400, 0)
             return False
         try:
             req = parse_request(head, self.route.maxhdr)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from splicer.demo.origin import make_file
-from tests.e2e.helpers import free_port, sha256_file, splicer_command, wait_port
+from tests.e2e.helpers import free_port, sha256_file, splicer_command, wait_listening, wait_port
 
 SIZES = {"0": 0, "1k": 1024, "1m": 1 << 20, "256m": 256 << 20, "1g": 1 << 30}
 
@@ -81,8 +81,8 @@ class SplicerProcess:
         self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path), "-S", self.master_socket, *(args or [])],
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      env=None if env is None else {**os.environ, **env})
-        for p in ports:
-            wait_port(p, self.proc)
+        for p in ports:  # (a connection would count as a request: see helpers.listening)
+            wait_listening(p, self.proc)
         # the master listens before it forks the workers: started means forked, too
         deadline = time.monotonic() + 15
         while len(self.worker_pids()) < workers and self.proc.poll() is None:

@@ -32,6 +32,36 @@ def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
+def listening(port: int) -> bool:
+    """Whether a TCP socket of this network namespace listens on `port` (any address), read
+    from /proc/net/tcp and tcp6: no connection is made, so a proxy counts nothing (a
+    connection that sends nothing is an incomplete request to splicer, as to haproxy)."""
+    want = f":{port:04X}"
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[1].endswith(want) and fields[3] == "0A":  # TCP_LISTEN
+                        return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
+def wait_listening(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0) -> None:
+    """wait_port() without connecting: until something listens on `port` (listening())."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        if listening(port):
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -52,7 +52,8 @@ def test_sections_follow_haproxy_matrix():
     assert {n for n, kw in OPTIONS.items() if kw.negatable} == {
         "splice-auto", "splice-request", "splice-response", "redispatch", "http-keep-alive",
         "http-buffer-request", "abortonclose", "allbackups", "persist",
-        "accept-invalid-http-request", "idle-close-on-response", "dontlognull", "log-health-checks"}
+        "accept-invalid-http-request", "idle-close-on-response", "dontlognull", "log-health-checks",
+        "http-ignore-probes"}
     assert OPTIONS["dontlognull"].sections == {"defaults", "frontend", "listen"}
     assert OPTIONS["log-health-checks"].sections == {"defaults", "listen", "backend"}
     assert allowed_sections("capture") == {"frontend", "listen"}

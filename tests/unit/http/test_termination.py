@@ -31,7 +31,7 @@ def test_parse_refuses_what_is_not_a_state(code):
 @pytest.mark.parametrize("code, counters", [
     ("--", ()),
     ("LR", ()),                    # answered locally
-    ("CR", ()),                    # a pre-connect that never sent a request
+    ("CR", ("ereq",)),             # an incomplete request (haproxy h1_handle_incomplete_req)
     ("cR", ("ereq",)),             # 408
     ("PR", ("ereq",)),             # 400 / 414 / 431
     ("CQ", ("ereq",)),             # abortonclose while queued
