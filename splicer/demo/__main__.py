@@ -39,6 +39,24 @@ def wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float = 15.
     raise SystemExit(f"demo: nothing listens on {host}:{port}")
 
 
+def wait_serving(path: str, proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Wait until splicer's master CLI (`-S path`) answers `show counters` for a worker:
+    its listeners are bound then (the master binds them before it starts a worker). No
+    connection is made to the listener, where one that sends nothing would be counted and
+    logged as an incomplete request (a 400), as haproxy counts it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"demo: splicer exited with {proc.returncode}")
+        try:
+            if '"worker"' in master_cli(path, "show counters", 2.0):
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit("demo: splicer is not serving")
+
+
 def master_cli(path: str, command: str, timeout: float = 10.0) -> str:
     """One command to splicer's master CLI (`-S path`) and its whole answer."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -120,7 +138,7 @@ def main(argv=None) -> int:
         sp = subprocess.Popen([sys.executable, "-m", "splicer", "-c", args.config, "-S", master_socket],
                               stdout=log, stderr=subprocess.STDOUT)
         procs.append(sp)
-        wait_port(fhost, bind.port, sp)
+        wait_serving(master_socket, sp)
         print(f"demo: splicer -c {args.config} listening on {fhost}:{bind.port}")
 
         for _ in range(2):  # direct and through splicer, twice, interleaved
