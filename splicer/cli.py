@@ -18,8 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     `-W`/`-Ws` master-worker mode (always on) and, with `s`, systemd notifications.
 
     Returns:
-        Exit status: 0 on success (or clean stop), 1 on a configuration error, 2 on usage
-        errors (argparse), 3 when a listener (or the master socket) cannot be opened. The
+        Exit status: 0 on success (or clean stop), 1 on a configuration error (a log
+        target that cannot be resolved or opened included), 2 on usage errors (argparse), 3
+        when a listener, a stats socket or the master socket cannot be opened. The
         master process returns from here; workers are forked from it and never return
         (master.py).
     """
@@ -39,10 +40,10 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s splicer[%(process)d] %(levelname)s %(message)s", stream=sys.stderr)
-    from splicer.config import load
+    from splicer.runtime.targets import load_checked
 
     try:
-        config = load(args.config)
+        config = load_checked(args.config)
     except ConfigErrors as exc:
         for err in exc.errors:
             print(f"splicer: {err}", file=sys.stderr)
@@ -58,12 +59,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from splicer.runtime import notify
+    from splicer.runtime.adminsock import open_stats_sockets
     from splicer.runtime.listener import open_listeners
     from splicer.runtime.master import Master
 
+    # every listening socket, the stats sockets too, is bound before -D detaches and before
+    # any worker starts: one that cannot be bound is reported here, and nothing listens
     try:
         listeners = open_listeners(config)
     except OSError as exc:
+        print(f"splicer: {exc.strerror or exc}", file=sys.stderr)
+        return 3
+    try:
+        stats_sockets = open_stats_sockets(config.global_.stats_sockets)
+    except OSError as exc:
+        for socks in listeners.values():
+            for s in socks:
+                s.close()
         print(f"splicer: {exc.strerror or exc}", file=sys.stderr)
         return 3
     if args.daemon:
@@ -72,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         write_pidfile(args.pidfile)
     on_ready = (lambda state: notify.notify(state)) if args.mworker == "s" else None
     master = Master(config, listeners, args.loop, config_path=args.config, master_socket=args.master_socket,
-                    on_ready=on_ready)
+                    on_ready=on_ready, stats_sockets=stats_sockets)
     try:
         return master.run()
     finally:

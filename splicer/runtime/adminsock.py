@@ -14,6 +14,14 @@ is kept. A reload keeps a server's changes only while its definition stays the s
 (keep_changes(): the server still exists and its address, port, weight, disabled, backup and
 check are unchanged): an operator who edits a server in the file gets what the file says.
 
+The sockets are bound before any worker starts (cli.py, open_stats_sockets()): a path that
+cannot be bound stops the start with `file:line: stats socket '<path>': cannot bind UNIX
+socket: <reason>` (haproxy: "Binding [file:line] for frontend GLOBAL: ... cannot bind UNIX
+socket (<reason>) [<path>]", then it exits). A reload binds the sockets of the paths it
+adds before it changes anything (one that fails fails the reload, as a `bind` that fails
+does), keeps the paths it keeps (with the new `level` and `mode`) and closes the ones it
+removes (update()).
+
 Nothing here blocks the master's loop: every socket is asyncio's; a client that stays
 silent for IDLE_TIMEOUT seconds is disconnected (haproxy's `stats timeout`, 10 s).
 """
@@ -33,7 +41,7 @@ from splicer.admin.line import MAX_LINE, CliSession, answer, split_commands
 from splicer.admin.merge import combine
 
 if TYPE_CHECKING:
-    from splicer.config.model import Config
+    from splicer.config.model import Config, StatsSocket
     from splicer.runtime.master import Master
 
 log = logging.getLogger("splicer")
@@ -97,17 +105,72 @@ def bind_unix(path: str, mode: int | None) -> socket.socket:
     return s
 
 
+Bound = list
+"""What open_stats_sockets() returns: (StatsSocket, listening socket) pairs, in file order."""
+
+
+def open_stats_socket(conf: "StatsSocket") -> socket.socket:
+    """bind_unix() for one `stats socket` line.
+
+    Raises:
+        OSError: errno kept, with the message ``file:line: stats socket '<path>': cannot
+            bind UNIX socket: <reason>`` (haproxy's words, sock_unix_bind_receiver()).
+    """
+    try:
+        return bind_unix(conf.path, conf.mode)
+    except OSError as exc:
+        raise OSError(exc.errno, f"{conf.file}:{conf.line}: stats socket '{conf.path}': cannot bind "
+                                 f"UNIX socket: {exc.strerror or exc}") from None
+
+
+def open_stats_sockets(confs, keep: frozenset[str] | set[str] = frozenset()) -> Bound:
+    """Bind every `stats socket` line of `confs` whose path is not in `keep` (the paths
+    served already, across a reload).
+
+    Returns:
+        (StatsSocket, listening socket) pairs, in file order.
+
+    Raises:
+        OSError: the first line that cannot be bound (see open_stats_socket()); the sockets
+            bound before it are closed and their files removed.
+    """
+    bound: Bound = []
+    try:
+        for conf in confs:
+            if conf.path not in keep:
+                bound.append((conf, open_stats_socket(conf)))
+    except OSError:
+        close_stats_sockets(bound)
+        raise
+    return bound
+
+
+def close_stats_sockets(bound: Bound) -> None:
+    """Close sockets open_stats_sockets() bound and never served, and remove their files."""
+    for conf, sock in bound:
+        sock.close()
+        try:
+            os.unlink(conf.path)
+        except OSError:
+            pass
+    bound.clear()
+
+
 class AdminSockets:
     """The master's stats sockets and the changes it remembers.
 
     Args:
         master: the Master (its config, ask(), ask_all(), current()).
+        bound: sockets open_stats_sockets() bound for the master's configuration (cli.py
+            binds them before the master starts); start() serves them.
     """
 
-    def __init__(self, master: "Master") -> None:
+    def __init__(self, master: "Master", bound: Bound | None = None) -> None:
         self.master = master
         self.started = time.time()
-        self._servers: list[tuple[asyncio.AbstractServer, str]] = []
+        self._bound: Bound = list(bound or ())    # bound, not served yet
+        self._servers: dict[str, asyncio.AbstractServer] = {}  # path -> its server
+        self._confs: dict[str, "StatsSocket"] = {}              # path -> its line (level, mode)
         self._changes: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._clients: set[asyncio.Task] = set()
 
@@ -164,24 +227,67 @@ class AdminSockets:
     def _names(self) -> dict[str, tuple[str, ...]]:
         return {name: tuple(s.name for s in be.servers) for name, be in self.master.config.backends.items()}
 
+    def paths(self) -> frozenset[str]:
+        """The paths served (and those bound, to be served): what a reload keeps."""
+        return frozenset(self._servers) | {conf.path for conf, _ in self._bound}
+
     async def start(self) -> None:
-        """Listen on every `stats socket` of the configuration. A stale socket file left by
-        a previous run is replaced; a path that cannot be bound is logged and skipped."""
-        for sock in self.master.config.global_.stats_sockets:
-            path = sock.path
+        """Listen on every `stats socket` of the configuration: those bound already (the
+        constructor's `bound`), then any other line, bound now. A stale socket file left by
+        a previous run is replaced.
+
+        Raises:
+            OSError: a line that cannot be bound (open_stats_socket()'s message); what was
+                bound and not served yet is closed, what is served stays (close() ends it).
+        """
+        try:
+            self._bound += open_stats_sockets(self.master.config.global_.stats_sockets, self.paths())
+        except OSError:
+            close_stats_sockets(self._bound)
+            raise
+        await self._serve(self._bound)
+        self._bound = []
+
+    async def update(self, config: "Config", bound: Bound) -> None:
+        """A reload to `config` succeeded: serve `bound` (its new paths, open_stats_sockets()
+        with keep=paths()), close the paths it no longer has, and give the kept ones the
+        `level` (for the connections accepted from now on) and the `mode` of its line."""
+        lines = {conf.path: conf for conf in config.global_.stats_sockets}
+        for path in [p for p in self._servers if p not in lines]:
+            self._servers.pop(path).close()
+            self._confs.pop(path, None)
             try:
-                listening = bind_unix(path, sock.mode)
-            except OSError as exc:
-                log.error("stats socket %s: %s", path, exc.strerror or exc)
+                os.unlink(path)
+            except OSError:
+                pass
+            log.info("stats socket %s closed (not in the configuration any more)", path)
+        for path, conf in lines.items():
+            before = self._confs.get(path)
+            if path not in self._servers or before is None:
                 continue
-            server = await asyncio.start_unix_server(
-                lambda r, w, lvl=LEVELS[sock.level]: self._accepted(r, w, lvl), sock=listening, limit=MAX_LINE)
-            self._servers.append((server, path))
-            log.info("stats socket %s (level %s)", path, sock.level)
+            self._confs[path] = conf
+            if conf.mode is not None and conf.mode != before.mode:
+                try:
+                    os.chmod(path, conf.mode)
+                except OSError as exc:
+                    log.warning("stats socket %s: cannot change its mode: %s", path, exc.strerror or exc)
+        await self._serve(bound)
+
+    async def _serve(self, bound: Bound) -> None:
+        for conf, listening in bound:
+            old = self._servers.pop(conf.path, None)
+            if old is not None:  # one path on two lines: the later line's socket took the file
+                old.close()
+            self._servers[conf.path] = await asyncio.start_unix_server(
+                lambda r, w, path=conf.path: self._accepted(r, w, path), sock=listening, limit=MAX_LINE)
+            self._confs[conf.path] = conf
+            log.info("stats socket %s (level %s)", conf.path, conf.level)
 
     def close(self) -> None:
-        """Stop listening, remove the socket files, end the open sessions."""
-        for server, path in self._servers:
+        """Stop listening, remove the socket files, end the open sessions (and close what
+        was bound and never served)."""
+        close_stats_sockets(self._bound)
+        for path, server in self._servers.items():
             server.close()
             try:
                 os.unlink(path)
@@ -191,7 +297,9 @@ class AdminSockets:
         for t in list(self._clients):
             t.cancel()
 
-    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, level: Level) -> None:
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> None:
+        conf = self._confs.get(path)
+        level = LEVELS[conf.level if conf is not None else "user"]
         task = asyncio.get_running_loop().create_task(self._session(reader, writer, level))
         self._clients.add(task)
         task.add_done_callback(self._clients.discard)

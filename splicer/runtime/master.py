@@ -4,10 +4,11 @@ Theory of operation (haproxy's master-worker model, with processes instead of th
 the master binds every listener, then forks `nbthread` workers (default: one per CPU this
 process may run on). Each worker pins itself to its CPU (`cpu-map`, else CPU number - 1
 modulo the allowed CPUs), starts its own event loop and engine thread, and accepts on the
-shared listening sockets. The master runs one asyncio event loop (no thread), which serves
-the signals and one control channel per worker (runtime/channel.py: newline-delimited JSON
-both ways over a socketpair made before the fork; the worker answers through
-runtime/control.py, and asks the master for cluster-wide stats and commands):
+shared listening sockets. The master runs one asyncio event loop (and no other thread but a
+reload's while it reads the configuration, see below), which serves the signals and one
+control channel per worker (runtime/channel.py: newline-delimited JSON both ways over a
+socketpair made before the fork; the worker answers through runtime/control.py, and asks the
+master for cluster-wide stats and commands):
   - SIGCHLD: a worker exited. Unless stopping, it is logged and restarted (at most once a
     second per worker when it keeps crashing).
   - SIGTERM / SIGINT: every worker gets SIGTERM; any still alive after STOP_GRACE seconds
@@ -15,10 +16,13 @@ runtime/control.py, and asks the master for cluster-wide stats and commands):
   - SIGUSR1: soft stop (haproxy's): every worker gets SIGUSR1 and stops accepting, finishes
     what is in flight and exits; the master exits when the last is gone. `hard-stop-after`
     bounds the wait (then SIGTERM, then SIGKILL).
-  - SIGUSR2 (or `reload` on the master CLI): reload. The configuration is read again; if it
-    fails, the reasons are logged and nothing changes; else a new generation of workers
-    starts on the same listening sockets (reused by address) and, once each serves, the old
-    generation soft-stops.
+  - SIGUSR2 (or `reload` on the master CLI): reload. The configuration is read again, and
+    the new listeners and stats sockets are bound, in a thread (the file, its `-f` files and
+    its log targets' host names may take long to read or resolve: the loop keeps serving
+    meanwhile, and no worker is forked until the thread is done); if that fails, the reasons
+    are logged and nothing changes; else a new generation of workers starts on the same
+    listening sockets (reused by address) and, once each serves, the old generation
+    soft-stops.
   - SIGHUP: forwarded to every worker, which prints its counters line (haproxy's SIGHUP
     dumps the servers' states to the logs); it never stops the master.
   - `-S PATH`: the master CLI (runtime/mastercli.py): show proc, show counters, reload.
@@ -41,6 +45,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -48,7 +53,7 @@ from splicer import __version__
 from splicer.config.model import Bind, Config
 from splicer.errors import ConfigErrors
 from splicer.runtime import channel, mastercli
-from splicer.runtime.adminsock import AdminSockets
+from splicer.runtime.adminsock import AdminSockets, Bound, close_stats_sockets, open_stats_sockets
 from splicer.runtime.channel import Channel, ChannelClosed
 from splicer.stats import merge_stats
 
@@ -71,6 +76,11 @@ CLI_BACKOFF_MAX = 2.0
 READY_TIMEOUT = 30.0
 """Seconds a reload waits for every new worker to serve before soft-stopping the old ones
 anyway (they would only hold connections in the backlog meanwhile)."""
+
+LOADING_RETRY = 0.05
+"""Seconds a worker's restart waits, again and again, while a reload's thread reads the
+configuration: no fork while another thread may hold a lock (the resolver's, an import's)
+that the child would then wait on forever."""
 
 
 def worker_cpus(config: Config, number: int) -> set[int]:
@@ -219,6 +229,61 @@ def bind_key(b: Bind) -> tuple:
         return b.host, b.port
 
 
+def in_thread(loop: asyncio.AbstractEventLoop, fn, *args) -> asyncio.Future:
+    """Run fn(*args) in a thread of its own and return a future of its result (or its
+    exception), set in `loop`.
+
+    The thread is a daemon, started for this call and gone once fn returns, unlike an
+    executor's (kept between calls, and joined at exit: a master told to stop would wait for
+    a resolver, or for a FIFO named by an `acl -f`, before it could exit).
+    """
+    future = loop.create_future()
+
+    def settle(ok: bool, value) -> None:
+        # the thread has nothing left to do but exit: wait for that (microseconds), so
+        # that no fork that follows (a new generation of workers) meets it half gone
+        thread.join(1.0)
+        if not future.done():
+            (future.set_result if ok else future.set_exception)(value)
+
+    def run() -> None:
+        try:
+            got = (True, fn(*args))
+        except BaseException as exc:  # handed to the awaiting coroutine, raised there
+            got = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *got)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: the master is gone, no one waits
+
+    thread = threading.Thread(target=run, name="splicer-reload", daemon=True)
+    thread.start()
+    return future
+
+
+@dataclass
+class Prepared:
+    """What a reload's thread made ready (Master._prepare()), not used yet.
+
+    Attributes:
+        config: the new configuration, loaded and checked.
+        listeners: {frontend name: listening sockets}, the kept ones and the new ones.
+        opened: the listening sockets of `listeners` bound for this reload.
+        stats: the stats sockets bound for this reload (adminsock.open_stats_sockets()).
+    """
+
+    config: Config
+    listeners: dict[str, list[socket.socket]]
+    opened: list[socket.socket]
+    stats: Bound
+
+    def close(self) -> None:
+        """Give back what was bound for this reload (it failed, or the master stops)."""
+        for sock in self.opened:
+            sock.close()
+        close_stats_sockets(self.stats)
+
+
 @dataclass
 class Worker:
     """One forked worker, as the master knows it.
@@ -252,10 +317,13 @@ class Master:
         on_ready: called with the master's state: "ready" once the first workers serve and
             after each reload, "reloading" when one begins, "stopping" at a stop or soft
             stop (systemd notification, cli.py `-Ws`).
+        stats_sockets: the stats sockets bound already (adminsock.open_stats_sockets(),
+            cli.py); a `stats socket` line not among them is bound when the master starts.
     """
 
     def __init__(self, config: Config, listeners: dict[str, list[socket.socket]], loop_kind: str,
-                 config_path: str | None = None, master_socket: str | None = None, on_ready=None) -> None:
+                 config_path: str | None = None, master_socket: str | None = None, on_ready=None,
+                 stats_sockets: Bound | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.master_socket = master_socket
@@ -280,7 +348,8 @@ class Master:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future | None = None
         self._kill_timer: asyncio.TimerHandle | None = None
-        self.admin = AdminSockets(self)  # the stats sockets (runtime/adminsock.py)
+        self.admin = AdminSockets(self, stats_sockets)  # the stats sockets (runtime/adminsock.py)
+        self._loading = False                     # a reload's thread is at work (no fork meanwhile)
         self._tasks: set[asyncio.Task] = set()
 
     # -- workers ---------------------------------------------------------------------------
@@ -321,8 +390,12 @@ class Master:
 
     def _restart(self, number: int) -> None:
         self.pending.pop(number, None)
-        if not self.stopping:
-            self._spawn(number)
+        if self.stopping:
+            return
+        if self._loading:  # see LOADING_RETRY
+            self.pending[number] = self.loop.call_later(LOADING_RETRY, self._restart, number)
+            return
+        self._spawn(number)
 
     def _reap(self) -> None:
         while self.workers:
@@ -435,10 +508,12 @@ class Master:
     # -- reload ----------------------------------------------------------------------------
 
     async def reload(self) -> tuple[bool, str]:
-        """Re-read the configuration; on success fork a new generation of workers on the same
-        listening sockets (reused by address; new binds opened, removed ones closed) and
-        soft-stop the old generation once the new one serves (haproxy's SIGUSR2 / master CLI
-        `reload`). A configuration that fails to load changes nothing.
+        """Re-read the configuration (in a thread: _prepare()); on success fork a new
+        generation of workers on the same listening sockets (reused by address; new binds
+        and stats sockets opened, removed ones closed) and soft-stop the old generation once
+        the new one serves (haproxy's SIGUSR2 / master CLI `reload`). A configuration that
+        fails to load, or whose new listeners or stats sockets cannot be bound, changes
+        nothing.
 
         Returns:
             (True, "") or (False, the reasons, one `file:line: ...` per line).
@@ -452,42 +527,21 @@ class Master:
             return ok, why
 
     async def _reload(self) -> tuple[bool, str]:
-        from splicer.config import load
-        from splicer.runtime.listener import open_listener
-
         if self.config_path is None:
             return self._failed("no configuration file to reload")
+        log.info("master: reload %d: reading %s", self.reloads + 1, self.config_path)
+        self._loading = True
         try:
-            config = load(self.config_path)
-        except ConfigErrors as exc:
-            return self._failed("\n".join(str(e) for e in exc.errors))
-        if not config.frontends:
-            return self._failed(f"{self.config_path}: no frontend or listen section: nothing to listen on")
-        try:
-            for number in range(1, worker_count(config) + 1):
-                worker_cpus(config, number)
-        except ValueError as exc:
-            return self._failed(str(exc))
-        old = {}
-        for fe in self.config.frontends:
-            for b, sock in zip(fe.binds, self.listeners.get(fe.name, [])):
-                old.setdefault(bind_key(b), sock)
-        listeners: dict[str, list[socket.socket]] = {}
-        opened: list[socket.socket] = []
-        try:
-            for fe in config.frontends:
-                socks = []
-                for b in fe.binds:
-                    sock = old.get(bind_key(b))
-                    if sock is None:
-                        sock = open_listener(b)
-                        opened.append(sock)
-                    socks.append(sock)
-                listeners[fe.name] = socks
-        except OSError as exc:
-            for sock in opened:
-                sock.close()
-            return self._failed(str(exc.strerror or exc))
+            ready = await in_thread(self.loop, self._prepare, self.config_path, self.config, self.listeners,
+                                    self.admin.paths())
+        finally:
+            self._loading = False
+        if isinstance(ready, str):
+            return self._failed(ready)
+        if self.stopping:  # a stop came while the thread worked: nothing is taken over
+            ready.close()
+            return self._failed("stopping")
+        config, listeners = ready.config, ready.listeners
         kept = {id(s) for socks in listeners.values() for s in socks}
         for socks in self.listeners.values():
             for sock in socks:
@@ -501,6 +555,7 @@ class Master:
         self.pending.clear()
         self.admin.keep_changes(self.config, config)  # before the new generation gets them
         self.config, self.listeners = config, listeners
+        await self.admin.update(config, ready.stats)
         self.count = worker_count(config)
         self.generation += 1
         self.reloads += 1
@@ -511,6 +566,56 @@ class Master:
         await self._wait_serving(READY_TIMEOUT)
         self._soft_stop_workers([w for w in previous if w.pid in self.workers])
         return True, ""
+
+    @staticmethod
+    def _prepare(path: str, current: Config, current_listeners: dict[str, list[socket.socket]],
+                 stats_paths: frozenset[str]) -> Prepared | str:
+        """A reload's blocking part, run in its thread: load the configuration at `path`
+        (its log targets resolved and opened: runtime/targets.py), check it, bind the
+        listeners `current` has no socket for (the others are reused by address) and the
+        stats sockets whose path is not in `stats_paths`. It reads its arguments only and
+        touches no state of the master.
+
+        Returns:
+            The Prepared reload, or why it fails (one `file:line: ...` per line); what it
+            bound is then closed again.
+        """
+        from splicer.runtime.listener import open_listener
+        from splicer.runtime.targets import load_checked
+
+        try:
+            config = load_checked(path)
+        except ConfigErrors as exc:
+            return "\n".join(str(e) for e in exc.errors)
+        if not config.frontends:
+            return f"{path}: no frontend or listen section: nothing to listen on"
+        try:
+            for number in range(1, worker_count(config) + 1):
+                worker_cpus(config, number)
+        except ValueError as exc:
+            return str(exc)
+        old = {}
+        for fe in current.frontends:
+            for b, sock in zip(fe.binds, current_listeners.get(fe.name, [])):
+                old.setdefault(bind_key(b), sock)
+        listeners: dict[str, list[socket.socket]] = {}
+        opened: list[socket.socket] = []
+        try:
+            for fe in config.frontends:
+                socks = []
+                for b in fe.binds:
+                    sock = old.get(bind_key(b))
+                    if sock is None:
+                        sock = open_listener(b)
+                        opened.append(sock)
+                    socks.append(sock)
+                listeners[fe.name] = socks
+            stats = open_stats_sockets(config.global_.stats_sockets, stats_paths)
+        except OSError as exc:
+            for sock in opened:
+                sock.close()
+            return str(exc.strerror or exc)
+        return Prepared(config, listeners, opened, stats)
 
     def _failed(self, why: str) -> tuple[bool, str]:
         self.failed_reloads += 1
@@ -756,6 +861,7 @@ class Master:
             for socks in self.listeners.values():
                 for s in socks:
                     s.close()
+            self.admin.close()  # what _serve() did not serve yet (it closes the rest itself)
             loop.close()
 
     def _reload_signal(self) -> None:
@@ -784,9 +890,14 @@ class Master:
             except OSError as exc:
                 log.error("cannot listen on master socket %s: %s", self.master_socket, exc.strerror or exc)
                 return 3
+        try:
+            await self.admin.start()  # before any worker: one that cannot be bound stops the start
+        except OSError as exc:
+            log.error("%s", exc.strerror or exc)
+            self._close_cli()
+            return 3
         for number in range(1, self.count + 1):
             self._spawn(number)
-        await self.admin.start()
         ready = loop.create_task(self._first_ready())
         try:
             return await self._done
