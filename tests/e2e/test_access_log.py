@@ -246,7 +246,7 @@ def test_dontlognull(start_splicer, tmp_path, origin):
         assert lines
         with open(path) as fh:
             probes = [ln for ln in fh if "<BADREQ>" in ln]
-        if logged:  # wait_port's probe and ours: CR, no request, 400 (haproxy's incomplete request)
+        if logged:  # ours: CR, no request, 400 (haproxy's incomplete request)
             assert len(probes) >= 1
             f = parse(probes[-1].rstrip("\n"))
             assert (f["b"], f["s"], f["tsc"], f["ST"], f["TR"]) == ("www", "<NOSRV>", "CR--", "400", "-1")
@@ -542,7 +542,7 @@ def test_bytes_count_alike_on_the_frontend_the_backend_and_the_server(start_spli
     def now() -> list[dict]:
         st = sp.stats()
         return [st["frontends"]["www"], st["backends"]["farm"], st["backends"]["farm"]["servers"]["o1"]]
-    before = now()  # (the frontend counted the port probes of start_splicer: 400s)
+    before = now()
     resp, _ = get(sp.port, "/ok/x", b"X-Pad: " + b"p" * 100 + b"\r\n")
     assert resp.startswith(b"HTTP/1.1 200 ")
     f = parse(lines_of(path, 1, "/ok/x")[0])
