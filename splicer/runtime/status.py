@@ -88,7 +88,8 @@ def _rates(sampler: RateSampler | None, key: tuple) -> tuple[int, int]:
 def server_status(srv, up: bool) -> str:
     """A server's `status` column as haproxy prints it (src/stats-proxy.c
     stats_fill_sv_computestate()): "MAINT"; "UP", "UP 2/3" (checks failing: health - rise
-    + 1 of fall left), "DRAIN", "DRAIN 2/3", "no check" (UP, unchecked); "DOWN", "DOWN 1/2"
+    + 1 of fall left), "DRAIN", "DRAIN 2/3", "no check" (UP, unchecked, or its checks turned
+    off by `disable health`); "DOWN", "DOWN 1/2"
     (checks passing: health of rise).
 
     Args:
@@ -98,7 +99,7 @@ def server_status(srv, up: bool) -> str:
     if "MAINT" in srv.admin:
         return "MAINT"
     health = srv.health
-    checked = health is not None and srv.model.check
+    checked = health is not None and srv.model.check and srv.checking  # (`disable health`: "no check")
     if checked:
         st = health.state
         up = st.up
@@ -131,7 +132,9 @@ def server_stats(be, srv, now: float, sampler: RateSampler | None = None) -> dic
     i = srv.index
     m = srv.model
     health = srv.health if m.check else None
-    report = getattr(health, "report", None)
+    # checks turned off (`disable health`): no check status, as haproxy prints one only for
+    # a server whose checks are enabled (stats_fill_sv_stats: CHK_ST_ENABLED)
+    report = getattr(health, "report", None) if srv.checking else None
     warming = b.warming(i, now)
     d = srv.counters.as_dict()
     rate, rate_max = _rates(sampler, ("srv", be.name, m.name))

@@ -455,6 +455,11 @@ def test_disable_health_and_set_addr(start_splicer, tmp_path, origins):
     assert cli(f"{d}/admin.sock", "disable health be/s1\n") == "\n"
     row = server_rows(cli(f"{d}/admin.sock", "show servers state\n"))["s1"]
     assert row[5] == "2" and row[13] == "2"
+    # and shown as haproxy shows a server whose checks are off: "no check", no check status
+    csv_rows = cli(f"{d}/admin.sock", "show stat\n").strip("\n").split("\n")
+    names = csv_rows[0][2:].split(",")
+    stat = next(dict(zip(names, r.split(","))) for r in csv_rows[1:] if r.startswith("be,s1,"))
+    assert (stat["status"], stat["check_status"]) == ("no check", "")
     # point it at a live origin
     answer = cli(f"{d}/admin.sock", f"set server be/s1 addr 127.0.0.1 port {origins[0].port}\n")
     # the same IP: only the port is said to change (haproxy server_set_inetaddr())
