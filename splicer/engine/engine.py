@@ -496,13 +496,17 @@ class Engine:
             self._h.wake()
 
     def stats(self) -> EngineStats:
-        """The engine's counters (spliced bytes, calls, pipes, jobs)."""
+        """The engine's counters (spliced bytes, calls, pipes, jobs); once closed, those it
+        had when it closed (a worker prints its counters after its engine stopped)."""
+        if self._closed:
+            return self._final
         return self._h.stats()
 
     def close(self) -> None:
         """Stop the engine thread. Pending splice() calls fail with ECANCELED."""
         if self._closed:
             return
+        self._final = self._h.stats()
         self._closed = True
         self.loop.remove_reader(self._h.pollfd if self.inline else self._h.eventfd)
         if self._tick is not None:

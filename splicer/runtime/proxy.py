@@ -482,6 +482,10 @@ class Proxy:
                 t.cancel()
             if self.tasks:
                 await asyncio.wait(self.tasks, timeout=2.0)
+            # the engine's jobs end now (CANCELLED): a fast-path stream still in flight (engine
+            # callbacks, no task) is recorded and logged by its callback, before the last
+            # batch of the log is written and the counters are printed
+            self.engine.close()
             for be in self.backends.values():
                 be.close()
             self.logs.close()  # the last batch is written before the counters are printed
@@ -490,5 +494,4 @@ class Proxy:
             if self.channel is not None:
                 self.channel.close()
             self.auth.close()
-            self.engine.close()
             self.pool.close()
