@@ -135,10 +135,16 @@ def test_a_stats_socket_that_cannot_be_bound_stops_a_daemon_before_it_detaches(t
     port = free_port()
     cfg = tmp_path / "site.cfg"
     cfg.write_text(config(port, "    stats socket /nonexistent/dir/x.sock\n"))
-    r = run(["-c", str(cfg), "-D"])
-    assert r.returncode == 3
-    assert f"{cfg}:3: stats socket '/nonexistent/dir/x.sock': cannot bind UNIX socket" in r.stderr
-    assert not listening(port)
+    pidfile = tmp_path / "splicer.pid"
+    try:
+        r = run(["-c", str(cfg), "-D", "-p", str(pidfile)])
+        assert r.returncode == 3
+        assert f"{cfg}:3: stats socket '/nonexistent/dir/x.sock': cannot bind UNIX socket" in r.stderr
+        assert not listening(port)
+        assert not pidfile.exists()  # it never detached
+    finally:  # a daemon that detached all the same (the bug this test is about) is not left running
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text().split()[0]), signal.SIGKILL)
 
 
 # -- reload -----------------------------------------------------------------------------------

@@ -5,29 +5,14 @@ from __future__ import annotations
 
 from tests.e2e.helpers import free_port
 from tests.e2e.test_runtime_api import cli, get, wait_socket
+from tests.e2e.test_runtime_api import config as runtime_api_config
 
 
-def config(d: str, port: int, p1: int, p2: int) -> str:
-    """fe (proxy 1) -> be (proxy 2: s1, s2); other (proxy 3: s3), two workers."""
-    return f"""
-global
-    nbthread 2
-    stats socket {d}/admin.sock level admin
-    stats socket {d}/user.sock level user
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 20s
-    timeout server 20s
-frontend fe
-    bind 127.0.0.1:{port}
-    default_backend be
-backend be
-    server s1 127.0.0.1:{p1}
-    server s2 127.0.0.1:{p2}
-backend other
-    server s3 127.0.0.1:{p1}
-"""
+def config(tmp_path, port: int, p1: int, p2: int) -> str:
+    """test_runtime_api's config (fe, proxy 1 -> be, proxy 2: s1, s2; its stats sockets in
+    tmp_path) plus a third proxy, other (s3); two workers."""
+    text, _ = runtime_api_config(tmp_path, port, [("s1", p1, ""), ("s2", p2, "")], nbthread=2)
+    return text + f"backend other\n    server s3 127.0.0.1:{p1}\n"
 
 
 def rows(text: str) -> list[dict[str, str]]:
@@ -45,7 +30,7 @@ def names(text: str) -> list[tuple[str, str]]:
 
 def test_show_stat_filters_by_proxy_type_and_server(start_splicer, tmp_path, origins):
     d, port = str(tmp_path), free_port()
-    start_splicer(config(d, port, origins[0].port, origins[1].port), [port], workers=2)
+    start_splicer(config(tmp_path, port, origins[0].port, origins[1].port), [port], workers=2)
     wait_socket(f"{d}/user.sock")
     for _ in range(6):
         assert get(port)[0].startswith(b"HTTP/1.1 200")
@@ -76,7 +61,7 @@ def test_show_stat_filters_by_proxy_type_and_server(start_splicer, tmp_path, ori
 
 def test_show_stat_up_no_maint_and_haproxys_answers_to_bad_arguments(start_splicer, tmp_path, origins):
     d, port = str(tmp_path), free_port()
-    start_splicer(config(d, port, origins[0].port, origins[1].port), [port], workers=2)
+    start_splicer(config(tmp_path, port, origins[0].port, origins[1].port), [port], workers=2)
     wait_socket(f"{d}/admin.sock")
     sock = f"{d}/admin.sock"
     assert cli(sock, "set server be/s2 state maint\n") == "\n"
