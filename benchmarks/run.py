@@ -71,9 +71,11 @@ class Scenario:
     key: str
     title: str
     tool: str          # "bulkget", "wrk" or "bidir" (bulkget downloads and uploads at once)
-    file: str
+    file: str          # the file fetched; for a POST (`path` /upload), the size of its body
     conns: int
     close: bool = False
+    path: str | None = None    # the URL's path, when it is not "/" + file
+    script: str | None = None  # wrk only: a Lua script under benchmarks/ that writes every request
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -97,6 +99,13 @@ SCENARIOS = (
              "wrk", "1k.bin", 50, close=True),
     Scenario("bidir-4x4", "(e) both ways: 4 x 256 MiB downloads and 4 x 256 MiB uploads answered 204 "
              "before they are read (bulkget)", "bidir", "256m.bin", 4),
+    # every request a head of its own: nothing a proxy remembers of a head helps
+    Scenario("browser-unique", "(f) 1 KiB, 50 keep-alive conns, every request a browser-like head of its own "
+             "(about 620 bytes: query, Cookie, Referer per request; wrk + wrk/browser_unique.lua)",
+             "wrk", "1k.bin", 50, script="wrk/browser_unique.lua"),
+    Scenario("api-post-unique", "(g) POSTs of a 1 KiB JSON body to /upload (answered 204), 50 keep-alive "
+             "conns, a bearer token and X-Request-Id of its own per request (wrk + wrk/api_post_unique.lua)",
+             "wrk", "1k.bin", 50, path="/upload", script="wrk/api_post_unique.lua"),
 )
 
 METRICS = {
@@ -591,6 +600,37 @@ def check_bodies(port: int, digests: dict[str, str], files: dict[str, int] | Non
     return results
 
 
+def check_post_keepalive(port: int, path: str = "/upload", n: int = 3) -> dict:
+    """POST a 1 KiB JSON body `n` times on one connection (as the api-post-unique scenario's
+    requests, without their unique fields), then wait a moment: every answer must be a 2xx
+    and the connection must still be open (the origin read the body and kept it, and so did
+    the proxy), else wrk would count no error but open a connection per request."""
+    body = b'{"order":{"id":1,"note":"' + b"x" * 996 + b'"}}'
+    req = (f"POST {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\nConnection: keep-alive\r\n"
+           f"Content-Type: application/json\r\nAuthorization: Bearer preflight\r\n"
+           f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    statuses: list[int] = []
+    try:
+        with socket.create_connection((HOST, port), timeout=10) as s:
+            for _ in range(n):
+                s.sendall(req)
+                resp = http.client.HTTPResponse(s)
+                resp.begin()
+                resp.read()
+                statuses.append(resp.status)
+                if resp.will_close:
+                    return {"ok": False, "statuses": statuses, "error": "the answer closes the connection"}
+            s.settimeout(0.5)
+            try:
+                closed = s.recv(1) == b""
+            except TimeoutError:
+                closed = False
+    except (OSError, http.client.HTTPException) as exc:
+        return {"ok": False, "statuses": statuses, "error": f"{type(exc).__name__}: {exc}"}
+    ok = len(statuses) == n and all(200 <= st < 300 for st in statuses) and not closed
+    return {"ok": ok, "statuses": statuses, "body_bytes": len(body), "open_after": not closed}
+
+
 def parse_strace_c(text: str) -> dict[str, dict]:
     """strace -c summary -> {syscall: {"calls": n, "errors": n}} (plus "total")."""
     out = {}
@@ -690,7 +730,7 @@ def measure(ctx: Context, sc: Scenario, target: str, rnd: int) -> dict:
         sample.update(raw={"client_error": f"{target} is not running (exit status {svc.popen.returncode})",
                            "errors": 1}, derived={"errors": 1}, dead=True)
         return sample
-    path = "/" + sc.file
+    path = sc.path or "/" + sc.file
     port = target_port(target)
     tree0 = sorted(proc_tree(svc.pid)) if svc else None
     _, log0 = new_log_lines(svc, 0) if svc else ([], 0)
@@ -703,7 +743,8 @@ def measure(ctx: Context, sc: Scenario, target: str, rnd: int) -> dict:
     elif sc.tool == "bulkget":
         raw = run_bulkget(port, path, sc.conns, ctx.bulk_duration, ctx.tail, sc.close)
     else:
-        raw = run_wrk(port, path, sc.conns, ctx.wrk_duration, sc.close)
+        raw = run_wrk(port, path, sc.conns, ctx.wrk_duration, sc.close,
+                      script=str(HERE / sc.script) if sc.script else None)
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the client has been waited for
     time.sleep(0.1)  # let the proxy finish closing the client's connections
     t1 = svc.ticks() if svc else None
@@ -862,13 +903,24 @@ def markdown(res: dict) -> str:
             "/proc/PID/stat, read before and after each sample; CPU % is of the proxy's one core. `direct` has "
             "no proxy. Client + origin CPU % is the load of CPU 0 (the client's rusage plus the origin nginx's "
             "ticks): near 100 % means CPU 0, not the proxy, set the pace, as it does for `direct`. The 1 KiB "
-            "rows come from wrk (which does not check body lengths; the preflight did).", ""]
+            "rows come from wrk (which does not check body lengths; the preflight did). In (f) and (g) a "
+            "Lua script (benchmarks/wrk/) writes every request, so no two heads are the same; its cost is "
+            "the client's, on CPU 0. (g)'s answers are 204s without a body.", ""]
     out += ["## Preflight", "", "### Body integrity", "",
             "Every file fetched through every target on one keep-alive connection, status, length and sha256 "
             "compared with the origin's file.", "", "| target | result |", "|---|---|"]
     for t, r in pre["bodies"].items():
         bad = [f"{k}: {v}" for k, v in r.items() if not v["ok"]]
         out.append(f"| {t} | {'ok (' + str(len(r)) + ' GETs)' if not bad else '**FAILED** ' + '; '.join(bad)} |")
+    if pre.get("post_keepalive"):
+        out += ["", "### POST keep-alive", "",
+                "Three POSTs of a 1 KiB JSON body to /upload on one connection through every target: each "
+                "answer a 2xx, the connection still open half a second after the last.", "",
+                "| target | statuses | connection | result |", "|---|---|---|---|"]
+        for t, r in pre["post_keepalive"].items():
+            out.append(f"| {t} | {', '.join(map(str, r['statuses'])) or '—'} | "
+                       f"{'kept' if r.get('open_after') else r.get('error', 'closed')} | "
+                       f"{'ok' if r['ok'] else '**FAILED**'} |")
     out += ["", f"### splice() check (`strace -c -f -p` on each proxy's processes during {cfg['strace_s']:g} s of "
             "1 MiB GETs on one connection)", "",
             "| target | splice() calls | requests | bytes | syscalls per request (traced) | most frequent syscalls "
@@ -1008,6 +1060,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             die(f"unknown scenario(s) {sorted(unknown)}")
         scenarios = tuple(s for s in SCENARIOS if s.key in want)
+    missing = [s.script for s in scenarios if s.script and not (HERE / s.script).is_file()]
+    if missing:
+        die(f"wrk script(s) not found under {HERE}: {missing}")
     targets = TARGETS
     if args.targets:
         want = args.targets.split(",")
@@ -1052,7 +1107,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{started_list} (CPU {CPU_PROXY})")
 
         # preflight
-        preflight: dict = {"bodies": {}, "strace": {}, "affinity": {}}
+        preflight: dict = {"bodies": {}, "strace": {}, "affinity": {}, "post_keepalive": {}}
+        check_post = any(s.path == "/upload" for s in scenarios)  # api-post-unique's origin location
         for t in TARGETS:
             if t not in targets:
                 continue
@@ -1061,6 +1117,11 @@ def main(argv: list[str] | None = None) -> int:
             for k, v in r.items():
                 if not v["ok"]:
                     problems.append(f"preflight: {t} returned a wrong body for {k}: {v}")
+            if check_post:
+                preflight["post_keepalive"][t] = r = check_post_keepalive(target_port(t))
+                if not r["ok"]:
+                    problems.append(f"preflight: 1 KiB POSTs to /upload via {t} did not all get a 2xx on one "
+                                    f"kept-alive connection: {r}")
         for t, svc in proxies.items():
             if t not in targets:
                 continue
@@ -1099,7 +1160,7 @@ def main(argv: list[str] | None = None) -> int:
                         if d.get(m) is not None:
                             bits.append(f"{METRICS[m].split(' (')[0]} {fmt(d[m])}")
                     err = s["raw"].get("client_error") or s["raw"].get("died")
-                    log(f"[{i:>3}/{n_samples}] round {rnd}/{rounds} {sc.key:<13} {t:<16} " + ", ".join(bits)
+                    log(f"[{i:>3}/{n_samples}] round {rnd}/{rounds} {sc.key:<15} {t:<16} " + ", ".join(bits)
                         + (f"  ERRORS {d['errors']}" if d.get("errors") else "") + (f"  ({err})" if err else ""))
 
         for t in PROXIES:
