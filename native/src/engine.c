@@ -42,6 +42,7 @@
 #include "wheel.h"
 
 #define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
+#define SPL_HIDX_BYTES (SPL_H1_INDEX_WORDS * sizeof(uint32_t)) /* a head buffer's index, at its end */
 #define SPL_FD_USERS 4           /* jobs that may use one fd at once (a body and a head...) */
 #define SPL_MAX_FDS (1u << 22)   /* the fd table's size at most (RLIMIT_NOFILE beyond it) */
 
@@ -427,6 +428,24 @@ static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 	}
 }
 
+/* The index of a head buffer (SPL_H1_INDEX_WORDS words at the end of its bytes). */
+static uint32_t *spl_hidx(const struct spl_engine *e, int32_t hbuf)
+{
+	return (uint32_t *)(e->hbufs + (size_t)(hbuf + 1) * e->hbuf_size - SPL_HIDX_BYTES);
+}
+
+/* Tokenizes the head that slot s read, whole (how DONE), into its buffer's index for
+ * Python (spl_engine_hidx); a head cut short is marked SPL_H1_UNSURE. */
+static void spl_index_head(struct spl_engine *e, const struct spl_slot *s, uint32_t how)
+{
+	uint32_t *idx = spl_hidx(e, s->hbuf);
+
+	if (how == SPL_END_DONE)
+		spl_h1_parse(e->hbufs + (size_t)s->hbuf * e->hbuf_size, s->hgot, idx);
+	else
+		idx[0] = SPL_H1_UNSURE;
+}
+
 /* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
 static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
 {
@@ -463,6 +482,7 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 		if (s->hgot > 0) { /* lent to Python with the completion */
 			d.head_buf = s->hbuf;
 			d.head_len = s->hgot;
+			spl_index_head(e, s, how);
 		} else {
 			e->hfree[e->nhfree++] = s->hbuf;
 		}
@@ -1369,7 +1389,7 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		/* pages are touched only by buffers in use: the free stack hands out the most
 		 * recently used first, so the resident set follows the busy connections, not the
 		 * idle ones (which hold no head buffer) */
-		e->hbuf_size = ((size_t)cfg->bufsize + SPL_HBUF_PAD + 63) & ~(size_t)63;
+		e->hbuf_size = ((size_t)cfg->bufsize + SPL_HBUF_PAD + SPL_HIDX_BYTES + 63) & ~(size_t)63;
 		e->obufs = calloc(cfg->nbufs, cfg->bufsize);
 		e->hbufs = calloc(cfg->nbufs, e->hbuf_size);
 		e->hfree = calloc(cfg->nbufs, sizeof(*e->hfree));
@@ -1614,6 +1634,13 @@ const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx)
 	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
 		return NULL;
 	return e->hbufs + (size_t)idx * e->hbuf_size;
+}
+
+const uint32_t *spl_engine_hidx(const struct spl_engine *e, int32_t idx)
+{
+	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
+		return NULL;
+	return spl_hidx(e, idx);
 }
 
 int spl_fd_quiet(const struct spl_engine *e, int fd, uint32_t gen)

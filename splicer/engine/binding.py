@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 7
+ABI = 8
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -93,6 +93,26 @@ class PoolStats:
     pipe_size: int
     pipes_killed: int
     pipe_failures: int
+
+
+H1_OK, H1_REFUSE, H1_UNSURE = lib.SPL_H1_OK, lib.SPL_H1_REFUSE, lib.SPL_H1_UNSURE
+H1_HDR_WORDS = lib.SPL_H1_HDR_WORDS
+_h1_idx = ffi.new("uint32_t[]", lib.SPL_H1_INDEX_WORDS)
+
+
+def h1_index(head: bytes) -> list[int]:
+    """The C tokenizer's index of a whole head (spl_h1_parse, native/src/h1.c), as the
+    engine hands it with a head it read: word 0 is H1_OK, H1_REFUSE or H1_UNSURE; with H1_OK
+    the list is 8 + 4 x fields long (layout: engine.h), else 8 words.
+
+    Args:
+        head: the head's bytes, through the empty line that ends it.
+    """
+    ix = _h1_idx
+    rc = lib.spl_h1_parse(head, len(head), ix)
+    if rc < 0:  # pragma: no cover - only for NULL arguments
+        _raise(rc, "spl_h1_parse")
+    return ffi.unpack(ix, H1_HDR_WORDS + (4 * ix[2] if rc == H1_OK else 0))
 
 
 def _raise(rc: int, what: str) -> None:
@@ -271,6 +291,7 @@ class EngineHandle:
         self.poll_now = (lambda e=self._e, f=lib.spl_engine_poll: f(e)) if inline else None
         self._obufs = [lib.spl_engine_obuf(self._e, i) for i in range(nbufs)]
         self._hbufs = [lib.spl_engine_hbuf(self._e, i) for i in range(nbufs)]
+        self._hidx = [lib.spl_engine_hidx(self._e, i) for i in range(nbufs)]
 
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
@@ -341,8 +362,10 @@ class EngineHandle:
 
     def reap(self) -> list[tuple]:
         """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side, phase,
-        head, head_info) tuples; `head` is the bytes the job's head phase read (None when
-        it read none). Each head buffer is copied out and given back to the engine here."""
+        head, head_info, index) tuples; `head` is the bytes the job's head phase read (None
+        when it read none), `index` the engine's tokenization of a whole head as a list of
+        ints (spl_h1_parse; splicer.http.h1.INDEX_OK) when the tokenizer accepted it, else
+        None. Each head buffer is copied out and given back to the engine here."""
         out = []
         d = self._done
         e = self._e
@@ -351,11 +374,14 @@ class EngineHandle:
             n = lib.spl_reap(e, d, self.REAP_BATCH)
             for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, _ in _DONE.iter_unpack(
                     self._donebuf[:n * size]):
-                head = None
+                head = index = None
                 if hb >= 0:
                     head = ffi.unpack(self._hbufs[hb], hlen)
+                    ix = self._hidx[hb]
+                    if ix[0] == H1_OK:
+                        index = ffi.unpack(ix, H1_HDR_WORDS + 4 * ix[2])
                     lib.spl_hbuf_release(e, hb)
-                out.append((job_id, fwd, rev, res, how, side, phase, head, info))
+                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index))
             if n < self.REAP_BATCH:
                 return out
 

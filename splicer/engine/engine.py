@@ -110,6 +110,8 @@ class Completion(NamedTuple):
         head: the bytes the head phase read: the whole head when the job is DONE, else
             those read before it ended (end of stream, timeout); None when it read none.
         first_line: TOO_LARGE only: not even the head's first line ended within the limit.
+        index: the engine's index of a whole `head` when its tokenizer accepted it (a list
+            of ints, binding.h1_index; what h1.parse_request/parse_response take), else None.
     """
 
     end: JobEnd
@@ -120,6 +122,7 @@ class Completion(NamedTuple):
     phase: Phase = Phase.END
     head: bytes | None = None
     first_line: bool = False
+    index: list | None = None
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -231,7 +234,7 @@ class Engine:
 
     def _on_eventfd(self) -> None:
         futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
-        for job_id, fwd, rev, res, how, side, phase, head, info in self._h.reap():
+        for job_id, fwd, rev, res, how, side, phase, head, info, index in self._h.reap():
             if outs:
                 b = outs.pop(job_id, None)
                 if b is not None:
@@ -239,7 +242,7 @@ class Engine:
             cb = cbs.pop(job_id, None)
             if cb is not None:
                 c = Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                               bool(info))
+                               bool(info), index)
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -251,7 +254,7 @@ class Engine:
             fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
-                                          _PHASES[phase], head, bool(info)))
+                                          _PHASES[phase], head, bool(info), index))
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

@@ -12,6 +12,14 @@ dummy request first) cost more than the parse itself, while the grammar, validat
 error messages stay h11's. Those readers are h11 internals, so when they are missing (an h11
 whose layout changed) the public Connection path is used instead; both give equal results
 (tests/unit/http/test_h1.py checks it).
+
+Heads read by the engine come with an index: the engine's C tokenizer (native/src/h1.c,
+spl_h1_parse) walks each head once and gives the start line's parts and every field's name
+and value as offsets into the head, plus flags for the fields framing and forwarding look at.
+When it is certain that h11 and the strict rules accept the head (INDEX_OK), the fields are
+sliced out of the head with no h11 call; whatever it is not certain of goes through h11 as
+before. Both roads then share one pass of splicer's own checks (_request, _response), and
+tests/unit/http/test_h1_tokenizer.py holds the tokenizer to h11 on every head it is fed.
 """
 from __future__ import annotations
 
@@ -33,6 +41,18 @@ from splicer.http.framing import Framing, FramingError, request_framing, respons
 
 HEAD_END = re.compile(rb"\r?\n\r?\n")
 """End of a head: an empty line (h11 accepts bare LF line endings; so does this search)."""
+
+# The engine's head index (native/include/splicer/engine.h, spl_h1_parse; a list of ints):
+# word 0 is the verdict, 1 the kind of start line, 2 the number of fields, 3 the flags of the
+# fields present, 4-7 the start line's offsets, then 4 offsets per field (name start and end,
+# value start and end). tests/unit/engine checks these values against the C ones.
+INDEX_OK, INDEX_REFUSE, INDEX_UNSURE = 0, 1, 2
+INDEX_REQUEST, INDEX_RESPONSE = 1, 2
+F_HOST, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_CONNECTION, F_EXPECT, F_UPGRADE, F_HOP = (
+    1, 2, 4, 8, 16, 32, 64)
+F_ALL = 127
+"""Flags of a head whose fields are not known: every check runs (a head h11 parsed)."""
+INDEX_HDR = 8
 
 
 class HeadError(ValueError):
@@ -260,11 +280,19 @@ _FORWARDED_REQUESTS = HeadMemo(copies=False)
 _FORWARDED_RESPONSES = HeadMemo(copies=False)
 
 
-def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
-    """Parse one request head (request line + fields + empty line), through HeadMemo.
+def parse_request(head: bytes, maxhdr: int = 101, index: list[int] | None = None) -> RequestHead:
+    """Parse one request head (request line + fields + empty line).
 
-    Same contract as _parse_request, which does the parsing.
+    Args:
+        head: exactly the head's bytes, as found by find_head_end().
+        maxhdr: most header fields accepted (haproxy `tune.http.maxhdr`).
+        index: the engine's index of `head` (spl_h1_parse; see INDEX_OK), or None. A head
+            it is certain of is sliced by it; any other goes through h11 (and HeadMemo).
+
+    Same contract as _parse_request, which gives the same result for any head.
     """
+    if index is not None and index[0] == INDEX_OK and index[1] == INDEX_REQUEST:
+        return _request_from_index(head, index, maxhdr)
     key = (head, maxhdr)
     req = _REQUESTS.get(key)
     if req is None:
@@ -273,8 +301,20 @@ def parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     return req
 
 
+def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
+    """The RequestHead of a head the tokenizer accepted (INDEX_OK, INDEX_REQUEST): what h11
+    would give, sliced out of `head` by the index, then _request()'s checks."""
+    n = ix[2]
+    if n > maxhdr:
+        raise HeadError(f"more than {maxhdr} header fields", 400)
+    it = iter(ix[INDEX_HDR:INDEX_HDR + 4 * n])
+    fields = [(head[a:b], head[c:d]) for a, b, c, d in zip(it, it, it, it)]
+    v = ix[7]
+    return _request(head[:ix[4]], head[ix[5]:ix[6]], head[v:v + 3], fields, ix[3])
+
+
 def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
-    """Parse one request head (request line + fields + empty line).
+    """Parse one request head (request line + fields + empty line), with h11.
 
     Args:
         head: exactly the head's bytes, as found by find_head_end().
@@ -305,31 +345,53 @@ def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     fields = list(ev.headers.raw_items())
     if len(fields) > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
-    hosts = 0
-    for n, v in fields:
-        if n.lower() == b"host":
-            hosts += 1
-            if not _HOST.fullmatch(v):
-                raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
-    if hosts > 1:
-        # RFC 9112 section 3.2: a server MUST answer 400 to more than one Host field line;
-        # a rule and the origin could each read a different one
-        raise HeadError("more than one Host field", 400)
-    target, fields = _request_target(ev.method, ev.target, fields)
-    if ev.http_version == b"1.0" and any(n.lower() == b"transfer-encoding" for n, _ in fields):
+    return _request(ev.method, ev.target, ev.http_version, fields, F_ALL)
+
+
+_NO_FIELDS: hdr.Headers = []
+"""What framing reads of a head without Content-Length and Transfer-Encoding (never changed)."""
+
+
+def _request(method: bytes, target: bytes, version: bytes, fields: hdr.Headers, flags: int) -> RequestHead:
+    """splicer's own checks of a request h11 accepted (version 1.0/1.1, at most maxhdr
+    fields), and its RequestHead.
+
+    Args:
+        flags: the F_* bits of the fields present (F_ALL: unknown); a check of a field
+            that is absent is skipped, with the same result.
+
+    Raises:
+        HeadError: as _parse_request, for a Host, target or framing fault.
+    """
+    if flags & F_HOST:
+        hosts = 0
+        for n, v in fields:
+            if n.lower() == b"host":
+                hosts += 1
+                if not _HOST.fullmatch(v):
+                    raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
+        if hosts > 1:
+            # RFC 9112 section 3.2: a server MUST answer 400 to more than one Host field line;
+            # a rule and the origin could each read a different one
+            raise HeadError("more than one Host field", 400)
+    if method == b"CONNECT" or not target.startswith(b"/"):
+        target, fields = _request_target(method, target, fields)
+    if (version == b"1.0" and flags & F_TRANSFER_ENCODING
+            and any(n.lower() == b"transfer-encoding" for n, _ in fields)):
         # RFC 9112 section 6.1: a 1.0 message with Transfer-Encoding has faulty framing
         raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)
     try:
-        framing = request_framing(fields)
+        framing = request_framing(fields if flags & (F_CONTENT_LENGTH | F_TRANSFER_ENCODING) else _NO_FIELDS)
     except FramingError as exc:
         raise HeadError(str(exc), exc.status) from None
-    conn_tokens = hdr.tokens(fields, b"connection")
-    expect = any(v.lower().strip() == b"100-continue" for n, v in fields if n.lower() == b"expect")
+    conn_tokens = hdr.tokens(fields, b"connection") if flags & F_CONNECTION else _NO_FIELDS
+    expect = bool(flags & F_EXPECT) and any(
+        v.lower().strip() == b"100-continue" for n, v in fields if n.lower() == b"expect")
     upgrade = None
-    if b"upgrade" in conn_tokens and ev.http_version == b"1.1" and ev.method == b"GET":
+    if b"upgrade" in conn_tokens and version == b"1.1" and method == b"GET":
         upgrade = b", ".join(v.strip() for n, v in fields if n.lower() == b"upgrade") or None
-    return RequestHead(ev.method, target, ev.http_version, fields, framing,
-                       _persistent(ev.http_version, conn_tokens), expect, upgrade)
+    return RequestHead(method, target, version, fields, framing,
+                       _persistent(version, conn_tokens), expect, upgrade)
 
 
 def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[bytes, hdr.Headers]:
@@ -371,8 +433,19 @@ def _request_target(method: bytes, target: bytes, fields: hdr.Headers) -> tuple[
     return path, fields
 
 
-def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
-    """Parse one response head, through HeadMemo; same contract as _parse_response."""
+def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False,
+                   index: list[int] | None = None) -> ResponseHead:
+    """Parse one response head; same contract as _parse_response.
+
+    Args:
+        index: the engine's index of `head` (spl_h1_parse), or None: as parse_request's.
+    """
+    if index is not None and index[0] == INDEX_OK and index[1] == INDEX_RESPONSE:
+        it = iter(index[INDEX_HDR:INDEX_HDR + 4 * index[2]])
+        fields = [(head[a:b], head[c:d]) for a, b, c, d in zip(it, it, it, it)]
+        v = index[4]
+        return _response(index[5], head[index[6]:index[7]], head[v:v + 3], fields, method,
+                         upgrade_requested, index[3])
     key = (head, method, upgrade_requested)
     resp = _RESPONSES.get(key)
     if resp is None:
@@ -382,7 +455,7 @@ def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) 
 
 
 def _parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
-    """Parse one response head received for a request with `method`.
+    """Parse one response head received for a request with `method`, with h11.
 
     Args:
         head: exactly the head's bytes.
@@ -405,15 +478,28 @@ def _parse_response(head: bytes, method: bytes, upgrade_requested: bool = False)
         raise HeadError(f"invalid response from server: {exc}", 502) from None
     if not isinstance(ev, (h11.Response, h11.InformationalResponse)):
         raise HeadError("incomplete response head", 502)
-    if ev.status_code == 101 and not upgrade_requested:
+    return _response(ev.status_code, ev.reason, ev.http_version, list(ev.headers.raw_items()), method,
+                     upgrade_requested, F_ALL)
+
+
+def _response(status: int, reason: bytes, version: bytes, fields: hdr.Headers, method: bytes,
+              upgrade_requested: bool, flags: int) -> ResponseHead:
+    """splicer's own checks of a response h11 accepted, and its ResponseHead (`flags` as
+    _request's).
+
+    Raises:
+        HeadError: an unsolicited 101, or invalid framing (502).
+    """
+    if status == 101 and not upgrade_requested:
         raise HeadError("unsolicited 101 Switching Protocols", 502)
-    fields = list(ev.headers.raw_items())
     try:
-        framing = response_framing(method, ev.status_code, fields)
+        framing = response_framing(method, status,
+                                   fields if flags & (F_CONTENT_LENGTH | F_TRANSFER_ENCODING) else _NO_FIELDS)
     except FramingError as exc:
         raise HeadError(str(exc), 502) from None
-    keep = _persistent(ev.http_version, hdr.tokens(fields, b"connection")) and not framing.must_close
-    return ResponseHead(ev.status_code, ev.reason, ev.http_version, fields, framing, keep)
+    conn_tokens = hdr.tokens(fields, b"connection") if flags & F_CONNECTION else _NO_FIELDS
+    keep = _persistent(version, conn_tokens) and not framing.must_close
+    return ResponseHead(status, reason, version, fields, framing, keep)
 
 
 def forward_request_head(req: RequestHead, client_ip: str | None,

@@ -170,7 +170,7 @@ class HttpSession:
         head = c.head
         if c.end is JobEnd.DONE and head and head_complete(head):
             try:
-                req = parse_request(head, self.route.maxhdr)
+                req = parse_request(head, self.route.maxhdr, c.index)
             except HeadError:
                 self.spawn(self._stream(False, c))  # refused on the slow path (4xx page)
                 return

@@ -418,7 +418,7 @@ class Stream:
             return self._slow(c)  # no head (retries, 502, 504): the slow path decides
         req, route = self.req, self.route
         try:
-            resp = parse_response(head, req.method, False)
+            resp = parse_response(head, req.method, False, c.index)
         except HeadError:
             return self._slow(c)
         self.t_resp = self.loop.time()

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 7
+#define SPL_ENGINE_ABI 8
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -309,6 +309,12 @@ char *spl_engine_obuf(struct spl_engine *e, int32_t idx);
  * index. Thread: the submitting thread, between the reap and spl_hbuf_release(). */
 const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx);
 
+/* The index of head buffer `idx` (SPL_H1_INDEX_WORDS words, see spl_h1_parse()): the engine
+ * tokenizes every whole head it reads before posting its completion (a head cut short is
+ * SPL_H1_UNSURE). NULL for a bad index. Thread: the submitting thread, between the reap and
+ * spl_hbuf_release(). */
+const uint32_t *spl_engine_hidx(const struct spl_engine *e, int32_t idx);
+
 /* Gives head buffer `idx` back to the engine. Thread: the submitting thread. Never blocks:
  * the release ring has room for every buffer. Returns 0 or -EINVAL. */
 int spl_hbuf_release(struct spl_engine *e, int32_t idx);
@@ -343,6 +349,46 @@ int spl_fd_quiet(const struct spl_engine *e, int fd, uint32_t gen);
  * search starts at `start` (a few bytes before the previous end, when called again on a
  * longer buffer). Same result as splicer/http/h1.py find_head_end(). */
 ssize_t spl_head_end(const char *buf, size_t len, size_t start);
+
+/* ---- head tokenizer (h1.c) ------------------------------------------------------------- */
+
+/* What spl_h1_parse() says of a head (index word 0). */
+#define SPL_H1_OK 0     /* h11 and splicer's strict rules accept it, with exactly these parts */
+#define SPL_H1_REFUSE 1 /* a strict rule refuses it (control character, bare CR or LF, obs-fold) */
+#define SPL_H1_UNSURE 2 /* not classified here: h11 decides (an error, or a rare form) */
+
+/* Index word 1: which start line the head has. */
+#define SPL_H1_REQUEST 1
+#define SPL_H1_RESPONSE 2
+
+/* Index word 3: the fields present among those framing and forwarding look at (names
+ * compared case-insensitively). */
+#define SPL_H1_F_HOST 1
+#define SPL_H1_F_CONTENT_LENGTH 2
+#define SPL_H1_F_TRANSFER_ENCODING 4
+#define SPL_H1_F_CONNECTION 8
+#define SPL_H1_F_EXPECT 16
+#define SPL_H1_F_UPGRADE 32
+#define SPL_H1_F_HOP 64 /* another hop-by-hop name: Keep-Alive, Proxy-Connection, TE, Trailer,
+                          * Proxy-Authenticate, Proxy-Authorization (splicer/http/headers.py) */
+
+#define SPL_H1_MAX_FIELDS 128 /* fields indexed at most; a head with more is UNSURE */
+#define SPL_H1_HDR_WORDS 8
+#define SPL_H1_INDEX_WORDS 520 /* SPL_H1_HDR_WORDS + 4 * SPL_H1_MAX_FIELDS */
+
+/* Tokenizes the whole head buf[0..len) (through the empty line that ends it, nothing after)
+ * into idx[0..SPL_H1_INDEX_WORDS), offsets into buf:
+ *   [0] SPL_H1_OK/REFUSE/UNSURE  [1] SPL_H1_REQUEST/RESPONSE  [2] fields  [3] SPL_H1_F_* bits
+ *   request:  [4] end of method (it starts at 0)  [5] start, [6] end of the request-target
+ *             [7] start of the version's three bytes ("1.1" or "1.0")
+ *   response: [4] start of the version's three bytes  [5] status code
+ *             [6] start, [7] end of the reason phrase
+ *   [8 + 4i ...] field i: name start, name end, value start, value end (value without its
+ *             leading and trailing SP/HTAB; a Content-Length is a plain number, a
+ *             Transfer-Encoding exactly "chunked", as h11 normalizes them)
+ * Words 1-3 and the fields are only meaningful with SPL_H1_OK. One pass, no allocation.
+ * Returns idx[0], or -EINVAL (buf or idx NULL). Any thread. */
+int spl_h1_parse(const char *buf, size_t len, uint32_t *idx);
 
 /* Copies the engine's counters into *out. Any thread. */
 void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out);

@@ -1,0 +1,271 @@
+/*
+ * HTTP/1.1 head tokenizer - one pass over a whole head, spans not copies, no allocation.
+ *
+ * The engine runs it on every head it reads, so that Python receives the head with an index
+ * of its parts in the same completion (haproxy's h1_headers_to_hdr_list is the model: the
+ * start line's parts and every field's name and value as offsets into the buffer, plus flags
+ * for the fields framing and hop-by-hop removal care about).
+ *
+ * h11 stays the definition of a valid head (splicer/http/h1.py). This file only answers with
+ * certainty: SPL_H1_OK when the head is one that h11 plus splicer's strict rules accept, with
+ * exactly the parts they would give; SPL_H1_REFUSE when a strict rule refuses it (a control
+ * character, a bare CR or LF, obs-fold: refused whatever else the head holds); SPL_H1_UNSURE
+ * for everything else (any other error, a Content-Length list, a transfer coding other than
+ * chunked, an HTTP version other than 1.0/1.1 in a request, more than SPL_H1_MAX_FIELDS
+ * fields...), which Python hands to h11 as before. tests/unit/http/test_h1_tokenizer.py holds
+ * the two to agreement on every head they are fed.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "splicer/engine.h"
+
+#define C_TCHAR 1  /* token character (RFC 9110 section 5.6.2) */
+#define C_VCHAR 2  /* visible ASCII, 0x21-0x7e: a request-target byte (h11) */
+#define C_FIELD 4  /* a byte a field value or reason phrase may hold: HTAB, SP, VCHAR, obs-text */
+#define C_BAD 8    /* a control character splicer refuses anywhere in a head: all but HTAB/CR/LF */
+
+_Static_assert(SPL_H1_INDEX_WORDS == SPL_H1_HDR_WORDS + 4 * SPL_H1_MAX_FIELDS, "index size");
+
+static const uint8_t spl_h1_class[256] = {
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 0, 8, 8, 0, 8, 8,
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+	4, 7, 6, 7, 7, 7, 7, 7, 6, 6, 7, 7, 6, 7, 7, 6,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6,
+	6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 7, 6, 7, 8,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+};
+
+/* A field name the index flags, lowercase (SPL_H1_F_*). */
+struct spl_h1_name {
+	const char *name;
+	uint32_t len;
+	uint32_t flag;
+};
+
+static const struct spl_h1_name spl_h1_names[] = {
+	{ "host", 4, SPL_H1_F_HOST },
+	{ "content-length", 14, SPL_H1_F_CONTENT_LENGTH },
+	{ "transfer-encoding", 17, SPL_H1_F_TRANSFER_ENCODING },
+	{ "connection", 10, SPL_H1_F_CONNECTION },
+	{ "expect", 6, SPL_H1_F_EXPECT },
+	{ "upgrade", 7, SPL_H1_F_UPGRADE },
+	{ "keep-alive", 10, SPL_H1_F_HOP },
+	{ "proxy-connection", 16, SPL_H1_F_HOP },
+	{ "proxy-authenticate", 18, SPL_H1_F_HOP },
+	{ "proxy-authorization", 19, SPL_H1_F_HOP },
+	{ "te", 2, SPL_H1_F_HOP },
+	{ "trailer", 7, SPL_H1_F_HOP },
+};
+
+/* The SPL_H1_F_* flag of the field name p[0..len), 0 for any other name. Case-insensitive:
+ * c | 0x20 lowers a letter and maps no other token character onto a letter or '-'. */
+static uint32_t spl_h1_name_flag(const unsigned char *p, size_t len)
+{
+	size_t i, k;
+
+	for (k = 0; k < sizeof(spl_h1_names) / sizeof(spl_h1_names[0]); k++) {
+		if (spl_h1_names[k].len != len)
+			continue;
+		for (i = 0; i < len; i++)
+			if ((p[i] | 0x20) != (unsigned char)spl_h1_names[k].name[i])
+				break;
+		if (i == len)
+			return spl_h1_names[k].flag;
+	}
+	return 0;
+}
+
+/* The strict rules of splicer/http/h1.py strict_syntax_error(): 1 when the head holds a
+ * control character other than HTAB, CR and LF, a CR not followed by LF, an LF not preceded
+ * by CR, or a line starting with SP or HTAB after the first (obs-fold); else 0. */
+static int spl_h1_strict_violation(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = p[i];
+
+		if (spl_h1_class[c] & (C_TCHAR | C_FIELD))
+			continue; /* the common case: one table look-up per byte */
+		if (spl_h1_class[c] & C_BAD)
+			return 1;
+		if (c == '\r') {
+			if (i + 1 == len || p[i + 1] != '\n')
+				return 1;
+		} else if (c == '\n') {
+			if (i == 0 || p[i - 1] != '\r')
+				return 1;
+			if (i + 1 < len && (p[i + 1] == ' ' || p[i + 1] == '\t'))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Reads the field lines from p[*pos], after the start line, into idx; every line ends in
+ * CRLF (the strict pass made sure). Returns SPL_H1_OK with *pos at the end of the empty line
+ * and *hosts the number of Host fields (0 or 1), or SPL_H1_UNSURE. */
+static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32_t *idx,
+			 uint32_t *hosts)
+{
+	size_t i = *pos, ns, ne, vs, ve;
+	uint32_t n = 0, flags = 0, flag, cls = 0, tes = 0;
+
+	*hosts = 0;
+
+	for (;;) {
+		if (i + 1 < len && p[i] == '\r') { /* the empty line: its LF follows (strict pass) */
+			*pos = i + 2;
+			break;
+		}
+		ns = i;
+		while (i < len && (spl_h1_class[p[i]] & C_TCHAR))
+			i++;
+		if (i == ns || i == len || p[i] != ':')
+			return SPL_H1_UNSURE; /* no name, or a space before the colon: h11 decides */
+		ne = i++;
+		while (i < len && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		vs = i;
+		while (i < len && p[i] != '\r') /* HTAB, SP, VCHAR or obs-text (strict pass) */
+			i++;
+		if (i + 1 >= len)
+			return SPL_H1_UNSURE;
+		ve = i;
+		while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
+			ve--;
+		i += 2;
+		if (n == SPL_H1_MAX_FIELDS)
+			return SPL_H1_UNSURE;
+		flag = spl_h1_name_flag(p + ns, ne - ns);
+		if (flag == SPL_H1_F_HOST) {
+			if (++*hosts > 1)
+				return SPL_H1_UNSURE; /* h11: "Found multiple Host: headers" */
+		} else if (flag == SPL_H1_F_CONTENT_LENGTH) {
+			/* h11 keeps one of equal values and rewrites a list: only a plain number of
+			 * at most 20 digits (its limit), once, is certain here */
+			size_t k;
+
+			if (++cls > 1 || ve == vs || ve - vs > 20)
+				return SPL_H1_UNSURE;
+			for (k = vs; k < ve; k++)
+				if (p[k] < '0' || p[k] > '9')
+					return SPL_H1_UNSURE;
+		} else if (flag == SPL_H1_F_TRANSFER_ENCODING) {
+			/* h11 accepts only "chunked" (it lowers the value): certain when it is so already */
+			if (++tes > 1 || ve - vs != 7 || memcmp(p + vs, "chunked", 7) != 0)
+				return SPL_H1_UNSURE;
+		}
+		flags |= flag;
+		idx[SPL_H1_HDR_WORDS + 4 * n] = (uint32_t)ns;
+		idx[SPL_H1_HDR_WORDS + 4 * n + 1] = (uint32_t)ne;
+		idx[SPL_H1_HDR_WORDS + 4 * n + 2] = (uint32_t)vs;
+		idx[SPL_H1_HDR_WORDS + 4 * n + 3] = (uint32_t)ve;
+		n++;
+	}
+	idx[2] = n;
+	idx[3] = flags;
+	return SPL_H1_OK;
+}
+
+/* Request line: method SP request-target SP HTTP/d.d CRLF (h11's request_line, fullmatch). */
+static int spl_h1_request(const unsigned char *p, size_t len, uint32_t *idx)
+{
+	size_t i = 0, ts;
+	uint32_t hosts;
+	int rc;
+
+	while (i < len && (spl_h1_class[p[i]] & C_TCHAR))
+		i++;
+	if (i == 0 || i == len || p[i] != ' ')
+		return SPL_H1_UNSURE;
+	idx[4] = (uint32_t)i;
+	ts = ++i;
+	while (i < len && (spl_h1_class[p[i]] & C_VCHAR))
+		i++;
+	if (i == ts || i + 11 > len || p[i] != ' ' || memcmp(p + i + 1, "HTTP/1.", 7) != 0 ||
+	    (p[i + 8] != '0' && p[i + 8] != '1') || p[i + 9] != '\r')
+		return SPL_H1_UNSURE; /* another version (505 or 400) or form: h11 decides */
+	idx[5] = (uint32_t)ts;
+	idx[6] = (uint32_t)i;
+	idx[7] = (uint32_t)(i + 6);
+	i += 11;
+	idx[1] = SPL_H1_REQUEST;
+	rc = spl_h1_fields(p, len, &i, idx, &hosts);
+	if (rc == SPL_H1_OK && hosts == 0 && p[idx[7] + 2] == '1')
+		rc = SPL_H1_UNSURE; /* h11: a 1.1 request needs its Host */
+	if (rc == SPL_H1_OK && i != len)
+		rc = SPL_H1_UNSURE; /* bytes behind the head: not what the engine hands over */
+	return rc;
+}
+
+/* Status line: HTTP/d.d SP 3DIGIT [SP reason-phrase] CRLF (h11's status_line, fullmatch). */
+static int spl_h1_response(const unsigned char *p, size_t len, uint32_t *idx)
+{
+	size_t i = 12, rs;
+	uint32_t status, hosts;
+	int rc;
+
+	if (len < 14 || p[5] < '0' || p[5] > '9' || p[6] != '.' || p[7] < '0' || p[7] > '9' ||
+	    p[8] != ' ' || p[9] < '0' || p[9] > '9' || p[10] < '0' || p[10] > '9' || p[11] < '0' ||
+	    p[11] > '9')
+		return SPL_H1_UNSURE;
+	status = (uint32_t)(p[9] - '0') * 100 + (uint32_t)(p[10] - '0') * 10 + (uint32_t)(p[11] - '0');
+	if (status < 100)
+		return SPL_H1_UNSURE; /* h11: an InformationalResponse must be 1xx */
+	rs = i;
+	if (p[i] == ' ') {
+		rs = ++i;
+		while (i < len && p[i] != '\r') /* HTAB, SP, VCHAR or obs-text (strict pass) */
+			i++;
+	}
+	if (i + 1 >= len || p[i] != '\r')
+		return SPL_H1_UNSURE;
+	idx[1] = SPL_H1_RESPONSE;
+	idx[4] = 5;
+	idx[5] = status;
+	idx[6] = (uint32_t)rs;
+	idx[7] = (uint32_t)i;
+	i += 2;
+	rc = spl_h1_fields(p, len, &i, idx, &hosts); /* (a response needs no Host) */
+	if (rc == SPL_H1_OK && i != len)
+		rc = SPL_H1_UNSURE;
+	return rc;
+}
+
+int spl_h1_parse(const char *buf, size_t len, uint32_t *idx)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	int rc;
+
+	if (buf == NULL || idx == NULL || len > UINT32_MAX)
+		return -EINVAL;
+	memset(idx, 0, SPL_H1_HDR_WORDS * sizeof(*idx));
+	if (spl_h1_strict_violation(p, len)) {
+		idx[0] = SPL_H1_REFUSE;
+		return SPL_H1_REFUSE;
+	}
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) /* never a request line: '/' is no tchar */
+		rc = spl_h1_response(p, len, idx);
+	else
+		rc = spl_h1_request(p, len, idx);
+	if (rc != SPL_H1_OK) {
+		idx[1] = idx[2] = idx[3] = 0;
+		rc = SPL_H1_UNSURE;
+	}
+	idx[0] = (uint32_t)rc;
+	return rc;
+}
