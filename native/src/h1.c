@@ -27,7 +27,8 @@
 #define C_FIELD 4  /* a byte a field value or reason phrase may hold: HTAB, SP, VCHAR, obs-text */
 #define C_BAD 8    /* a control character splicer refuses anywhere in a head: all but HTAB/CR/LF */
 
-_Static_assert(SPL_H1_INDEX_WORDS == SPL_H1_HDR_WORDS + 4 * SPL_H1_MAX_FIELDS, "index size");
+_Static_assert(SPL_H1_INDEX_WORDS == SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * SPL_H1_MAX_FIELDS,
+	       "index size");
 
 static const uint8_t spl_h1_class[256] = {
 	8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 0, 8, 8, 0, 8, 8,
@@ -48,31 +49,33 @@ static const uint8_t spl_h1_class[256] = {
 	4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
 };
 
-/* A field name the index flags, lowercase (SPL_H1_F_*). */
+/* A field name the index knows, lowercase: its SPL_H1_ID_* and its SPL_H1_F_* flag. */
 struct spl_h1_name {
 	const char *name;
 	uint32_t len;
+	uint32_t id;
 	uint32_t flag;
 };
 
 static const struct spl_h1_name spl_h1_names[] = {
-	{ "host", 4, SPL_H1_F_HOST },
-	{ "content-length", 14, SPL_H1_F_CONTENT_LENGTH },
-	{ "transfer-encoding", 17, SPL_H1_F_TRANSFER_ENCODING },
-	{ "connection", 10, SPL_H1_F_CONNECTION },
-	{ "expect", 6, SPL_H1_F_EXPECT },
-	{ "upgrade", 7, SPL_H1_F_UPGRADE },
-	{ "keep-alive", 10, SPL_H1_F_HOP },
-	{ "proxy-connection", 16, SPL_H1_F_HOP },
-	{ "proxy-authenticate", 18, SPL_H1_F_HOP },
-	{ "proxy-authorization", 19, SPL_H1_F_HOP },
-	{ "te", 2, SPL_H1_F_HOP },
-	{ "trailer", 7, SPL_H1_F_HOP },
+	{ "host", 4, SPL_H1_ID_HOST, SPL_H1_F_HOST },
+	{ "content-length", 14, SPL_H1_ID_CONTENT_LENGTH, SPL_H1_F_CONTENT_LENGTH },
+	{ "transfer-encoding", 17, SPL_H1_ID_TRANSFER_ENCODING, SPL_H1_F_TRANSFER_ENCODING },
+	{ "connection", 10, SPL_H1_ID_CONNECTION, SPL_H1_F_CONNECTION },
+	{ "expect", 6, SPL_H1_ID_EXPECT, SPL_H1_F_EXPECT },
+	{ "upgrade", 7, SPL_H1_ID_UPGRADE, SPL_H1_F_UPGRADE },
+	{ "keep-alive", 10, SPL_H1_ID_KEEP_ALIVE, SPL_H1_F_HOP },
+	{ "proxy-connection", 16, SPL_H1_ID_PROXY_CONNECTION, SPL_H1_F_HOP },
+	{ "proxy-authenticate", 18, SPL_H1_ID_PROXY_AUTHENTICATE, SPL_H1_F_HOP },
+	{ "proxy-authorization", 19, SPL_H1_ID_PROXY_AUTHORIZATION, SPL_H1_F_HOP },
+	{ "te", 2, SPL_H1_ID_TE, SPL_H1_F_HOP },
+	{ "trailer", 7, SPL_H1_ID_TRAILER, SPL_H1_F_HOP },
 };
 
-/* The SPL_H1_F_* flag of the field name p[0..len), 0 for any other name. Case-insensitive:
- * c | 0x20 lowers a letter and maps no other token character onto a letter or '-'. */
-static uint32_t spl_h1_name_flag(const unsigned char *p, size_t len)
+/* The entry of the field name p[0..len) in spl_h1_names, NULL for any other name.
+ * Case-insensitive: c | 0x20 lowers a letter and maps no other token character onto a
+ * letter or '-'. */
+static const struct spl_h1_name *spl_h1_known(const unsigned char *p, size_t len)
 {
 	size_t i, k;
 
@@ -83,9 +86,9 @@ static uint32_t spl_h1_name_flag(const unsigned char *p, size_t len)
 			if ((p[i] | 0x20) != (unsigned char)spl_h1_names[k].name[i])
 				break;
 		if (i == len)
-			return spl_h1_names[k].flag;
+			return &spl_h1_names[k];
 	}
-	return 0;
+	return NULL;
 }
 
 /* The strict rules of splicer/http/h1.py strict_syntax_error(): 1 when the head holds a
@@ -122,7 +125,8 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 			 uint32_t *hosts)
 {
 	size_t i = *pos, ns, ne, vs, ve;
-	uint32_t n = 0, flags = 0, flag, cls = 0, tes = 0;
+	uint32_t n = 0, flags = SPL_H1_F_PLAIN, flag, cls = 0, tes = 0, *f;
+	const struct spl_h1_name *known;
 
 	*hosts = 0;
 
@@ -147,10 +151,13 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 		ve = i;
 		while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t'))
 			ve--;
+		if (vs != ne + 2 || p[ne + 1] != ' ' || ve != i)
+			flags &= ~(uint32_t)SPL_H1_F_PLAIN; /* not as splicer writes a field line */
 		i += 2;
 		if (n == SPL_H1_MAX_FIELDS)
 			return SPL_H1_UNSURE;
-		flag = spl_h1_name_flag(p + ns, ne - ns);
+		known = spl_h1_known(p + ns, ne - ns);
+		flag = known != NULL ? known->flag : 0;
 		if (flag == SPL_H1_F_HOST) {
 			if (++*hosts > 1)
 				return SPL_H1_UNSURE; /* h11: "Found multiple Host: headers" */
@@ -170,10 +177,12 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 				return SPL_H1_UNSURE;
 		}
 		flags |= flag;
-		idx[SPL_H1_HDR_WORDS + 4 * n] = (uint32_t)ns;
-		idx[SPL_H1_HDR_WORDS + 4 * n + 1] = (uint32_t)ne;
-		idx[SPL_H1_HDR_WORDS + 4 * n + 2] = (uint32_t)vs;
-		idx[SPL_H1_HDR_WORDS + 4 * n + 3] = (uint32_t)ve;
+		f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * n;
+		f[0] = (uint32_t)ns;
+		f[1] = (uint32_t)ne;
+		f[2] = (uint32_t)vs;
+		f[3] = (uint32_t)ve;
+		f[4] = known != NULL ? known->id : SPL_H1_ID_OTHER;
 		n++;
 	}
 	idx[2] = n;

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 8
+ABI = 9
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -96,14 +96,14 @@ class PoolStats:
 
 
 H1_OK, H1_REFUSE, H1_UNSURE = lib.SPL_H1_OK, lib.SPL_H1_REFUSE, lib.SPL_H1_UNSURE
-H1_HDR_WORDS = lib.SPL_H1_HDR_WORDS
+H1_HDR_WORDS, H1_FIELD_WORDS = lib.SPL_H1_HDR_WORDS, lib.SPL_H1_FIELD_WORDS
 _h1_idx = ffi.new("uint32_t[]", lib.SPL_H1_INDEX_WORDS)
 
 
 def h1_index(head: bytes) -> list[int]:
     """The C tokenizer's index of a whole head (spl_h1_parse, native/src/h1.c), as the
     engine hands it with a head it read: word 0 is H1_OK, H1_REFUSE or H1_UNSURE; with H1_OK
-    the list is 8 + 4 x fields long (layout: engine.h), else 8 words.
+    the list is 8 + 5 x fields long (layout: engine.h), else 8 words.
 
     Args:
         head: the head's bytes, through the empty line that ends it.
@@ -112,7 +112,7 @@ def h1_index(head: bytes) -> list[int]:
     rc = lib.spl_h1_parse(head, len(head), ix)
     if rc < 0:  # pragma: no cover - only for NULL arguments
         _raise(rc, "spl_h1_parse")
-    return ffi.unpack(ix, H1_HDR_WORDS + (4 * ix[2] if rc == H1_OK else 0))
+    return ffi.unpack(ix, H1_HDR_WORDS + (H1_FIELD_WORDS * ix[2] if rc == H1_OK else 0))
 
 
 def _raise(rc: int, what: str) -> None:
@@ -379,7 +379,7 @@ class EngineHandle:
                     head = ffi.unpack(self._hbufs[hb], hlen)
                     ix = self._hidx[hb]
                     if ix[0] == H1_OK:
-                        index = ffi.unpack(ix, H1_HDR_WORDS + 4 * ix[2])
+                        index = ffi.unpack(ix, H1_HDR_WORDS + H1_FIELD_WORDS * ix[2])
                     lib.spl_hbuf_release(e, hb)
                 out.append((job_id, fwd, rev, res, how, side, phase, head, info, index))
             if n < self.REAP_BATCH:

@@ -37,6 +37,11 @@ class Framing:
     must_close: bool = False
 
 
+NO_BODY = Framing(BodyKind.NONE, 0)
+CHUNKED = Framing(BodyKind.CHUNKED)
+"""The framings most heads have, made once (a Framing is immutable)."""
+
+
 class FramingError(ValueError):
     """The head's framing fields are invalid or ambiguous; `status` is the answer to send."""
 
@@ -48,11 +53,29 @@ class FramingError(ValueError):
 _MAX_LENGTH = 2**63 - 1
 
 
-def _content_length(headers: Headers) -> int | None:
+def _content_length_values(headers: Headers) -> list[bytes]:
+    """Every element of every Content-Length field, stripped (a list form gives several)."""
     values = []
     for n, v in headers:
         if n.lower() == b"content-length":
             values += [x.strip() for x in v.split(b",")]
+    return values
+
+
+def _content_length(headers: Headers) -> int | None:
+    return content_length_of(_content_length_values(headers))
+
+
+def content_length_of(values: list[bytes]) -> int | None:
+    """The body length that Content-Length values give (RFC 9112 section 6.3 rule 5), None
+    without any.
+
+    Args:
+        values: the elements of the Content-Length fields, each stripped.
+
+    Raises:
+        FramingError: values that differ, one that is not a decimal number, or too large (400).
+    """
     if not values:
         return None
     first = values[0]
@@ -80,17 +103,21 @@ def request_framing(headers: Headers) -> Framing:
             guessed, the request-smuggling vector of rule 3), a final coding other than
             chunked (rule 4), differing or malformed Content-Length values (rule 5).
     """
-    te = tokens(headers, b"transfer-encoding")
-    cl = _content_length(headers)
+    return framing_of_request(tokens(headers, b"transfer-encoding"), _content_length(headers))
+
+
+def framing_of_request(te: list[bytes], cl: int | None) -> Framing:
+    """request_framing() from the request's transfer codings (headers.tokens() of its
+    Transfer-Encoding fields) and its Content-Length (content_length_of()); same errors."""
     if te:
         if cl is not None:
             raise FramingError("both Transfer-Encoding and Content-Length")
         if te[-1] != b"chunked" or te.count(b"chunked") != 1:
             raise FramingError("Transfer-Encoding final coding is not chunked")
-        return Framing(BodyKind.CHUNKED)
+        return CHUNKED
     if cl:
         return Framing(BodyKind.LENGTH, cl)
-    return Framing(BodyKind.NONE, 0)
+    return NO_BODY
 
 
 def response_framing(method: bytes, status: int, headers: Headers) -> Framing:
@@ -109,17 +136,25 @@ def response_framing(method: bytes, status: int, headers: Headers) -> Framing:
         FramingError: differing or malformed Content-Length (rule 5), with status 502.
     """
     if method == b"HEAD" or status < 200 or status in (204, 304):
-        return Framing(BodyKind.NONE, 0)
-    te = tokens(headers, b"transfer-encoding")
+        return NO_BODY
+    return framing_of_response(method, status, tokens(headers, b"transfer-encoding"),
+                               _content_length_values(headers))
+
+
+def framing_of_response(method: bytes, status: int, te: list[bytes], cl_values: list[bytes]) -> Framing:
+    """response_framing() from the response's transfer codings (headers.tokens() of its
+    Transfer-Encoding fields) and the elements of its Content-Length fields, each stripped
+    (empty without the field); same results and errors."""
+    if method == b"HEAD" or status < 200 or status in (204, 304):
+        return NO_BODY
     if te:
-        has_cl = any(n.lower() == b"content-length" for n, _ in headers)
         if te[-1] == b"chunked":
-            return Framing(BodyKind.CHUNKED, must_close=has_cl)
+            return Framing(BodyKind.CHUNKED, must_close=True) if cl_values else CHUNKED
         return Framing(BodyKind.CLOSE, must_close=True)
     try:
-        cl = _content_length(headers)
+        cl = content_length_of(cl_values)
     except FramingError as exc:
         raise FramingError(str(exc), 502) from None
     if cl is not None:
-        return Framing(BodyKind.LENGTH, cl) if cl else Framing(BodyKind.NONE, 0)
+        return Framing(BodyKind.LENGTH, cl) if cl else NO_BODY
     return Framing(BodyKind.CLOSE, must_close=True)

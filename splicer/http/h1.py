@@ -24,7 +24,7 @@ tests/unit/http/test_h1_tokenizer.py holds the tokenizer to h11 on every head it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import h11
 
@@ -37,7 +37,8 @@ except ImportError:  # pragma: no cover - depends on the installed h11
 
 from splicer.http import headers as hdr
 from splicer.http import rules as rules_mod
-from splicer.http.framing import Framing, FramingError, request_framing, response_framing
+from splicer.http.framing import (BodyKind, Framing, FramingError, content_length_of, framing_of_request,
+                                  framing_of_response, request_framing, response_framing)
 
 HEAD_END = re.compile(rb"\r?\n\r?\n")
 """End of a head: an empty line (h11 accepts bare LF line endings; so does this search)."""
@@ -52,7 +53,14 @@ F_HOST, F_CONTENT_LENGTH, F_TRANSFER_ENCODING, F_CONNECTION, F_EXPECT, F_UPGRADE
     1, 2, 4, 8, 16, 32, 64)
 F_ALL = 127
 """Flags of a head whose fields are not known: every check runs (a head h11 parsed)."""
-INDEX_HDR = 8
+F_PLAIN = 128
+"""Every field line is "name: value" CRLF, as headers.serialize() writes it."""
+INDEX_HDR, FIELD_WORDS = 8, 5
+ID_HOST, ID_CONTENT_LENGTH, ID_TRANSFER_ENCODING, ID_CONNECTION, ID_EXPECT, ID_UPGRADE = 1, 2, 3, 4, 5, 6
+HOP_IDS = frozenset({3, 4, 6, 7, 8, 9, 10, 11, 12})
+"""The name ids (index word 4 of a field) of headers.HOP_BY_HOP's names: Transfer-Encoding,
+Connection, Upgrade, Keep-Alive, Proxy-Connection, TE, Trailer, Proxy-Authenticate and
+Proxy-Authorization."""
 
 
 class HeadError(ValueError):
@@ -97,6 +105,9 @@ class RequestHead:
         expect_continue: the request carries Expect: 100-continue.
         upgrade: the Upgrade field value when the client asks to switch protocols
             (RFC 9110 section 7.8: GET, HTTP/1.1, "upgrade" listed in Connection), else None.
+        source: (head bytes, engine index, fields list, name ids, Connection tokens) when
+            the head was parsed from the engine's index: forwarded_request() then copies
+            the head's own byte ranges while `headers` is still that list (not compared).
     """
 
     method: bytes
@@ -107,11 +118,12 @@ class RequestHead:
     keep_alive: bool
     expect_continue: bool = False
     upgrade: bytes | None = None
+    source: tuple | None = field(default=None, compare=False)
 
     def copy(self) -> "RequestHead":
         """A shallow copy (the fields list is shared: reassign it, never mutate it)."""
         return RequestHead(self.method, self.target, self.version, self.headers, self.framing,
-                           self.keep_alive, self.expect_continue, self.upgrade)
+                           self.keep_alive, self.expect_continue, self.upgrade, self.source)
 
 
 @dataclass(slots=True)
@@ -125,6 +137,7 @@ class ResponseHead:
         headers: fields in wire order.
         framing: body framing (framing.response_framing).
         keep_alive: the server allows its connection to be reused after this response.
+        source: as RequestHead.source, for forwarded_response().
     """
 
     status: int
@@ -133,11 +146,12 @@ class ResponseHead:
     headers: hdr.Headers
     framing: Framing
     keep_alive: bool
+    source: tuple | None = field(default=None, compare=False)
 
     def copy(self) -> "ResponseHead":
         """A shallow copy (the fields list is shared: reassign it, never mutate it)."""
         return ResponseHead(self.status, self.reason, self.version, self.headers, self.framing,
-                            self.keep_alive)
+                            self.keep_alive, self.source)
 
 
 def _persistent(version: bytes, conn_tokens: list[bytes]) -> bool:
@@ -301,16 +315,56 @@ def parse_request(head: bytes, maxhdr: int = 101, index: list[int] | None = None
     return req
 
 
+def _fields_of(head: bytes, ix: list[int]) -> tuple[hdr.Headers, list[int]]:
+    """The fields of an indexed head, sliced out of it, and the name id of each."""
+    words = ix[INDEX_HDR:INDEX_HDR + FIELD_WORDS * ix[2]]
+    it = iter(words)
+    return [(head[a:b], head[c:d]) for a, b, c, d, _ in zip(it, it, it, it, it)], words[4::FIELD_WORDS]
+
+
+def _values(fields: hdr.Headers, ids: list[int], name_id: int) -> list[bytes]:
+    """The values of the fields whose name id is `name_id`, in order."""
+    if ids.count(name_id) == 1:
+        return [fields[ids.index(name_id)][1]]
+    return [fields[i][1] for i, t in enumerate(ids) if t == name_id]
+
+
 def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
     """The RequestHead of a head the tokenizer accepted (INDEX_OK, INDEX_REQUEST): what h11
-    would give, sliced out of `head` by the index, then _request()'s checks."""
-    n = ix[2]
-    if n > maxhdr:
+    would give, sliced out of `head` by the index, then _request()'s checks, which read
+    the few fields they need by their name ids (no name is lowered)."""
+    if ix[2] > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
-    it = iter(ix[INDEX_HDR:INDEX_HDR + 4 * n])
-    fields = [(head[a:b], head[c:d]) for a, b, c, d in zip(it, it, it, it)]
+    fields, ids = _fields_of(head, ix)
+    flags = ix[3]
     v = ix[7]
-    return _request(head[:ix[4]], head[ix[5]:ix[6]], head[v:v + 3], fields, ix[3])
+    method, target, version = head[:ix[4]], head[ix[5]:ix[6]], head[v:v + 3]
+    if method == b"CONNECT" or not target.startswith(b"/"):
+        return _request(method, target, version, fields, flags)  # a target to rewrite: field by field
+    # the checks of _request(), in its order (the tokenizer allows one Host, one
+    # Content-Length of digits and one Transfer-Encoding "chunked" at most)
+    if flags & F_HOST and not _HOST.fullmatch(fields[ids.index(ID_HOST)][1]):
+        raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
+    if flags & F_TRANSFER_ENCODING and version == b"1.0":
+        raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)  # RFC 9112 section 6.1
+    try:
+        framing = framing_of_request(
+            _CHUNKED if flags & F_TRANSFER_ENCODING else _NO_FIELDS,
+            content_length_of(_values(fields, ids, ID_CONTENT_LENGTH)) if flags & F_CONTENT_LENGTH else None)
+    except FramingError as exc:
+        raise HeadError(str(exc), exc.status) from None
+    conn = hdr.tokens_of(_values(fields, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
+    expect = bool(flags & F_EXPECT) and any(
+        e.lower().strip() == b"100-continue" for e in _values(fields, ids, ID_EXPECT))
+    upgrade = None
+    if b"upgrade" in conn and version == b"1.1" and method == b"GET":
+        upgrade = b", ".join(u.strip() for u in _values(fields, ids, ID_UPGRADE)) or None
+    return RequestHead(method, target, version, fields, framing, _persistent(version, conn), expect, upgrade,
+                       (head, ix, fields, ids, conn))
+
+
+_CHUNKED = [b"chunked"]
+"""The transfer codings of a Transfer-Encoding the tokenizer accepted (never changed)."""
 
 
 def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
@@ -441,17 +495,34 @@ def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False,
         index: the engine's index of `head` (spl_h1_parse), or None: as parse_request's.
     """
     if index is not None and index[0] == INDEX_OK and index[1] == INDEX_RESPONSE:
-        it = iter(index[INDEX_HDR:INDEX_HDR + 4 * index[2]])
-        fields = [(head[a:b], head[c:d]) for a, b, c, d in zip(it, it, it, it)]
-        v = index[4]
-        return _response(index[5], head[index[6]:index[7]], head[v:v + 3], fields, method,
-                         upgrade_requested, index[3])
+        return _response_from_index(head, index, method, upgrade_requested)
     key = (head, method, upgrade_requested)
     resp = _RESPONSES.get(key)
     if resp is None:
         resp = _parse_response(head, method, upgrade_requested)
         _RESPONSES.put(key, len(head), resp)
     return resp
+
+
+def _response_from_index(head: bytes, ix: list[int], method: bytes, upgrade_requested: bool) -> ResponseHead:
+    """The ResponseHead of a head the tokenizer accepted (INDEX_OK, INDEX_RESPONSE): _response()
+    with the fields it needs read by their name ids."""
+    fields, ids = _fields_of(head, ix)
+    flags = ix[3]
+    status = ix[5]
+    v = ix[4]
+    version = head[v:v + 3]
+    if status == 101 and not upgrade_requested:
+        raise HeadError("unsolicited 101 Switching Protocols", 502)
+    try:
+        framing = framing_of_response(
+            method, status, _CHUNKED if flags & F_TRANSFER_ENCODING else _NO_FIELDS,
+            _values(fields, ids, ID_CONTENT_LENGTH) if flags & F_CONTENT_LENGTH else _NO_FIELDS)
+    except FramingError as exc:
+        raise HeadError(str(exc), 502) from None
+    conn = hdr.tokens_of(_values(fields, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
+    keep = _persistent(version, conn) and not framing.must_close
+    return ResponseHead(status, head[ix[6]:ix[7]], version, fields, framing, keep, (head, ix, fields, ids, conn))
 
 
 def _parse_response(head: bytes, method: bytes, upgrade_requested: bool = False) -> ResponseHead:
@@ -615,6 +686,11 @@ def forwarded_request(raw: bytes, req: RequestHead, client_ip: str | None,
     target, the X-Forwarded-For address, the `option forwarded` tuple), so a head that comes again is
     not built again (HeadMemo).
     """
+    src = req.source
+    if src is not None and src[0] is raw and src[2] is req.headers:
+        out = _request_by_ranges(req, src, client_ip, forwarded)
+        if out is not None:
+            return out
     key = (raw, req.target, client_ip, forwarded)
     out = _FORWARDED_REQUESTS.get(key)
     if out is None:
@@ -633,9 +709,101 @@ def forwarded_response(raw: bytes, resp: ResponseHead, req: RequestHead, keep_al
     took besides them (the request's method: a response to HEAD has no body; whether it
     asked to upgrade), the client's HTTP version and keep_alive.
     """
+    src = resp.source
+    if src is not None and src[0] is raw and src[2] is resp.headers:
+        out = _response_by_ranges(resp, src, req.version, keep_alive)
+        if out is not None:
+            return out
     key = (raw, req.method, req.upgrade is not None, req.version, keep_alive)
     out = _FORWARDED_RESPONSES.get(key)
     if out is None:
         out = forward_response_head(resp, req.version, keep_alive)
         _FORWARDED_RESPONSES.put(key, len(raw), out)
     return out
+
+
+_HOP_FLAGS = F_CONNECTION | F_HOP | F_UPGRADE | F_TRANSFER_ENCODING
+_NEVER_NAMED = hdr.HOP_BY_HOP | hdr.PROTECTED
+"""Connection tokens that name no field beyond those HOP_IDS drop (PROTECTED ones stay)."""
+
+
+def _kept_lines(src: tuple) -> bytes:
+    """The field lines of an indexed head that strip_hop_by_hop() keeps, as they were
+    received, each with its CRLF: one slice when no hop-by-hop field is present.
+
+    Args:
+        src: the head's (bytes, index, fields, name ids, Connection tokens).
+    """
+    raw, ix, fields, ids, conn = src
+    n = len(fields)
+    if not n:
+        return b""
+    end = len(raw) - 2
+    if not ix[3] & _HOP_FLAGS:
+        return raw[ix[INDEX_HDR]:end]
+    named = [t for t in conn if t not in _NEVER_NAMED]  # other fields Connection names
+    if named:
+        drop = [i for i, (name, _) in enumerate(fields) if ids[i] in HOP_IDS or name.lower() in named]
+    else:
+        drop = [i for i, t in enumerate(ids) if t in HOP_IDS]
+    parts = []
+    at = ix[INDEX_HDR]
+    for i in drop:
+        j = INDEX_HDR + FIELD_WORDS * i
+        parts.append(raw[at:ix[j]])
+        at = ix[j + FIELD_WORDS] if i + 1 < n else end
+    parts.append(raw[at:end])
+    return b"".join(parts)
+
+
+def _length_as_written(src: tuple, length: int) -> bool:
+    """True when the Content-Length field (the index allows one) reads exactly `length` as
+    set_framing() would write it (no leading zeros)."""
+    _, _, fields, ids, _ = src
+    return ID_CONTENT_LENGTH in ids and fields[ids.index(ID_CONTENT_LENGTH)][1] == b"%d" % length
+
+
+def _request_by_ranges(req: RequestHead, src: tuple, client_ip: str | None,
+                       forwarded: tuple | None) -> bytes | None:
+    """forward_request_head(req, client_ip, forwarded) as the head's own byte ranges plus
+    the edits (a new request line, hop-by-hop lines left out, X-Forwarded-For appended),
+    when the result is the same bytes; None when it may not be (then build it field by
+    field): field lines not written as serialize() writes them, no Host, an upgrade, a
+    Forwarded field to add, a Content-Length to rewrite, a target rewritten."""
+    raw, ix = src[0], src[1]
+    flags = ix[3]
+    if (not flags & F_PLAIN or not flags & F_HOST or forwarded is not None or req.upgrade is not None
+            or raw[ix[5]:ix[6]] != req.target):
+        return None
+    fr = req.framing
+    if fr.kind is BodyKind.CHUNKED or (fr.kind is BodyKind.LENGTH and not _length_as_written(src, fr.length)):
+        return None
+    out = b"%s %s HTTP/1.1\r\n%s" % (req.method, req.target, _kept_lines(src))
+    if client_ip is not None:
+        out += b"X-Forwarded-For: %s\r\n" % client_ip.encode("ascii")
+    return out + b"\r\n"
+
+
+def _response_by_ranges(resp: ResponseHead, src: tuple, client_version: bytes, keep_alive: bool) -> bytes | None:
+    """forward_response_head(resp, client_version, keep_alive) as the head's own byte ranges
+    plus the edits (status line, hop-by-hop lines left out, Transfer-Encoding and Connection
+    appended), when the result is the same bytes; None otherwise (as _request_by_ranges)."""
+    flags = src[1][3]
+    if not flags & F_PLAIN or resp.status < 200:
+        return None
+    fr = resp.framing
+    tail = b""
+    if fr.kind is BodyKind.CHUNKED:
+        if client_version == b"1.0" or flags & F_CONTENT_LENGTH:
+            return None
+        tail = b"Transfer-Encoding: chunked\r\n"
+    elif fr.kind is BodyKind.LENGTH:
+        if not _length_as_written(src, fr.length):
+            return None
+    elif fr.kind is not BodyKind.NONE:
+        return None
+    if not keep_alive:
+        tail += b"Connection: close\r\n"
+    elif client_version == b"1.0":
+        tail += b"Connection: keep-alive\r\n"
+    return b"HTTP/1.1 %d %s\r\n%s%s\r\n" % (resp.status, resp.reason, _kept_lines(src), tail)

@@ -29,13 +29,18 @@ def tokens(headers: Headers, name: bytes) -> list[bytes]:
         e.g. [b"keep-alive", b"x-foo"] for ``Connection: Keep-Alive, X-Foo``. Empty elements
         are dropped (RFC 9110 section 5.6.1 list syntax).
     """
+    return tokens_of([v for n, v in headers if n.lower() == name])
+
+
+def tokens_of(values: list[bytes]) -> list[bytes]:
+    """The comma-separated tokens of field values, lowercased and stripped, empty elements
+    dropped: tokens() of the fields those values are of."""
     out = []
-    for n, v in headers:
-        if n.lower() == name:
-            for t in v.split(b","):
-                t = t.strip().lower()
-                if t:
-                    out.append(t)
+    for v in values:
+        for t in v.split(b","):
+            t = t.strip().lower()
+            if t:
+                out.append(t)
     return out
 
 
@@ -54,8 +59,14 @@ def strip_hop_by_hop(headers: Headers) -> Headers:
         A new list with the end-to-end fields only, in their original order. Host and
         Content-Length stay even when Connection names them (PROTECTED).
     """
-    drop = HOP_BY_HOP.union(t for t in tokens(headers, b"connection") if t not in PROTECTED)
+    drop = hop_by_hop_names(headers)
     return [(n, v) for n, v in headers if n.lower() not in drop]
+
+
+def hop_by_hop_names(headers: Headers) -> frozenset[bytes]:
+    """The lowercase names strip_hop_by_hop() removes from `headers`: HOP_BY_HOP and every
+    name a Connection field lists, but PROTECTED ones (RFC 9110 section 7.6.1)."""
+    return HOP_BY_HOP.union(t for t in tokens(headers, b"connection") if t not in PROTECTED)
 
 
 def set_framing(headers: Headers, kind: str, length: int | None) -> Headers:

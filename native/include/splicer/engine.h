@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 8
+#define SPL_ENGINE_ABI 9
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -371,10 +371,28 @@ ssize_t spl_head_end(const char *buf, size_t len, size_t start);
 #define SPL_H1_F_UPGRADE 32
 #define SPL_H1_F_HOP 64 /* another hop-by-hop name: Keep-Alive, Proxy-Connection, TE, Trailer,
                           * Proxy-Authenticate, Proxy-Authorization (splicer/http/headers.py) */
+#define SPL_H1_F_PLAIN 128 /* every field line is written as splicer writes one: "name: value"
+                           * CRLF, one SP after the colon, no SP or HTAB after the value */
+
+/* Index word 4 of a field: which name it has, of those the index knows (case-insensitive). */
+#define SPL_H1_ID_OTHER 0
+#define SPL_H1_ID_HOST 1
+#define SPL_H1_ID_CONTENT_LENGTH 2
+#define SPL_H1_ID_TRANSFER_ENCODING 3
+#define SPL_H1_ID_CONNECTION 4
+#define SPL_H1_ID_EXPECT 5
+#define SPL_H1_ID_UPGRADE 6
+#define SPL_H1_ID_KEEP_ALIVE 7
+#define SPL_H1_ID_PROXY_CONNECTION 8
+#define SPL_H1_ID_TE 9
+#define SPL_H1_ID_TRAILER 10
+#define SPL_H1_ID_PROXY_AUTHENTICATE 11
+#define SPL_H1_ID_PROXY_AUTHORIZATION 12
 
 #define SPL_H1_MAX_FIELDS 128 /* fields indexed at most; a head with more is UNSURE */
 #define SPL_H1_HDR_WORDS 8
-#define SPL_H1_INDEX_WORDS 520 /* SPL_H1_HDR_WORDS + 4 * SPL_H1_MAX_FIELDS */
+#define SPL_H1_FIELD_WORDS 5
+#define SPL_H1_INDEX_WORDS 648 /* SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * SPL_H1_MAX_FIELDS */
 
 /* Tokenizes the whole head buf[0..len) (through the empty line that ends it, nothing after)
  * into idx[0..SPL_H1_INDEX_WORDS), offsets into buf:
@@ -383,9 +401,9 @@ ssize_t spl_head_end(const char *buf, size_t len, size_t start);
  *             [7] start of the version's three bytes ("1.1" or "1.0")
  *   response: [4] start of the version's three bytes  [5] status code
  *             [6] start, [7] end of the reason phrase
- *   [8 + 4i ...] field i: name start, name end, value start, value end (value without its
+ *   [8 + 5i ...] field i: name start, name end, value start, value end (value without its
  *             leading and trailing SP/HTAB; a Content-Length is a plain number, a
- *             Transfer-Encoding exactly "chunked", as h11 normalizes them)
+ *             Transfer-Encoding exactly "chunked", as h11 normalizes them), SPL_H1_ID_*
  * Words 1-3 and the fields are only meaningful with SPL_H1_OK. One pass, no allocation.
  * Returns idx[0], or -EINVAL (buf or idx NULL). Any thread. */
 int spl_h1_parse(const char *buf, size_t len, uint32_t *idx);

@@ -7,7 +7,7 @@ the same RequestHead or the same refusal status), REFUSE (then the reference mus
 with 400 for a request, 502 for a response), or UNSURE (then the reference decides, as it
 does for any head without an index). Every head below is fed to both: hypothesis heads,
 every byte vector of tests/cases, and mutations of real browser, API client and origin heads.
-`python -m tests.engine.test_h1_tokenizer` prints the counts.
+`python -m tests.unit.engine.test_h1_tokenizer` prints the counts.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from splicer.engine import binding
 from splicer.http import h1
 from splicer.http.h1 import HeadError
+from splicer.http.headers import HOP_BY_HOP
 from tests.unit.http.test_h1_properties import heads as property_heads
 
 OK, REFUSE, UNSURE = binding.H1_OK, binding.H1_REFUSE, binding.H1_UNSURE
@@ -116,11 +117,13 @@ def compare(head: bytes, stats: dict | None = None) -> list[str]:
                 bad.append(f"REFUSE but the response reference gives {ref}")
         return bad
     if kind == binding.lib.SPL_H1_REQUEST:
-        for maxhdr in (101, 3):
+        for maxhdr in (3, 101):
             ref = request_outcome(h1._parse_request, head, maxhdr)
             got = request_outcome(h1.parse_request, head, maxhdr, ix)
             if got != ref:
                 bad.append(f"request maxhdr={maxhdr}: tokenizer {got} != reference {ref}")
+        if got[0] == "ok":  # (maxhdr 101)
+            bad += forwarding_disagreements(head, got[1], stats)
         # a response parse of a request head: the tokenizer's index is not for a response
         if request_outcome(h1.parse_response, head, b"GET", False, ix)[0] == "ok":
             bad.append("a request head accepted as a response")
@@ -131,10 +134,44 @@ def compare(head: bytes, stats: dict | None = None) -> list[str]:
                 got = request_outcome(h1.parse_response, head, m, up, ix)
                 if got != ref:
                     bad.append(f"response {m} upgrade={up}: tokenizer {got} != reference {ref}")
+                elif got[0] == "ok":
+                    bad += response_forwarding_disagreements(got[1], stats)
         if request_outcome(h1.parse_request, head, 101, ix)[0] == "ok":
             bad.append("a response head accepted as a request")
     else:
         bad.append(f"OK with no kind: {ix[:8]}")
+    return bad
+
+
+def forwarding_disagreements(head: bytes, req, stats: dict | None) -> list[str]:
+    """The forwarded request built from the head's byte ranges must be forward_request_head()'s."""
+    bad = []
+    if req.source is None:  # (a target rewritten: built field by field)
+        return bad
+    for ip in (None, "192.0.2.1", "2001:db8::7"):
+        fast = h1._request_by_ranges(req, req.source, ip, None)
+        if fast is None:
+            continue
+        if stats is not None:
+            stats["ranges"] += 1
+        ref = h1.forward_request_head(req, ip)
+        if fast != ref:
+            bad.append(f"forwarded by ranges {fast!r} != {ref!r}")
+    return bad
+
+
+def response_forwarding_disagreements(resp, stats: dict | None) -> list[str]:
+    bad = []
+    for version in (b"1.1", b"1.0"):
+        for keep in (True, False):
+            fast = h1._response_by_ranges(resp, resp.source, version, keep)
+            if fast is None:
+                continue
+            if stats is not None:
+                stats["ranges"] += 1
+            ref = h1.forward_response_head(resp, version, keep)
+            if fast != ref:
+                bad.append(f"response forwarded by ranges {fast!r} != {ref!r}")
     return bad
 
 
@@ -255,11 +292,16 @@ def test_the_index_constants_are_the_engines():
     assert (h1.F_HOST, h1.F_CONTENT_LENGTH, h1.F_TRANSFER_ENCODING, h1.F_CONNECTION, h1.F_EXPECT, h1.F_UPGRADE,
             h1.F_HOP) == (lib.SPL_H1_F_HOST, lib.SPL_H1_F_CONTENT_LENGTH, lib.SPL_H1_F_TRANSFER_ENCODING,
                           lib.SPL_H1_F_CONNECTION, lib.SPL_H1_F_EXPECT, lib.SPL_H1_F_UPGRADE, lib.SPL_H1_F_HOP)
-    assert h1.F_ALL == 127 and h1.INDEX_HDR == lib.SPL_H1_HDR_WORDS
+    assert h1.F_ALL == 127 and h1.F_PLAIN == lib.SPL_H1_F_PLAIN
+    assert (h1.INDEX_HDR, h1.FIELD_WORDS) == (lib.SPL_H1_HDR_WORDS, lib.SPL_H1_FIELD_WORDS)
+    assert (h1.ID_HOST, h1.ID_CONTENT_LENGTH, h1.ID_TRANSFER_ENCODING, h1.ID_CONNECTION, h1.ID_EXPECT,
+            h1.ID_UPGRADE) == (lib.SPL_H1_ID_HOST, lib.SPL_H1_ID_CONTENT_LENGTH, lib.SPL_H1_ID_TRANSFER_ENCODING,
+                               lib.SPL_H1_ID_CONNECTION, lib.SPL_H1_ID_EXPECT, lib.SPL_H1_ID_UPGRADE)
+    assert h1.HOP_IDS == {getattr(lib, "SPL_H1_ID_" + n.decode().upper().replace("-", "_")) for n in HOP_BY_HOP}
 
 
 def test_tokenizer_agrees_with_h11_on_every_head_of_the_corpus():
-    stats = {"heads": 0, "ok": 0, "refuse": 0, "unsure": 0}
+    stats = {"heads": 0, "ok": 0, "refuse": 0, "unsure": 0, "ranges": 0}
     bad = []
     for head in corpus():
         for d in compare(head, stats):
@@ -267,6 +309,7 @@ def test_tokenizer_agrees_with_h11_on_every_head_of_the_corpus():
     assert bad == []
     # the corpus holds every kind of verdict, so the comparison is not vacuous
     assert stats["heads"] > 15000 and min(stats["ok"], stats["refuse"], stats["unsure"]) > 1000, stats
+    assert stats["ranges"] > 10000, stats  # heads forwarded by their byte ranges, compared
 
 
 def test_tokenizer_is_certain_of_every_real_head():
@@ -301,15 +344,16 @@ def test_request_index_gives_exact_spans_and_flags():
     ix = binding.h1_index(head)
     assert ix[:4] == [OK, binding.lib.SPL_H1_REQUEST, 4, h1.F_HOST | h1.F_CONTENT_LENGTH | h1.F_CONNECTION]
     assert head[:ix[4]] == b"POST" and head[ix[5]:ix[6]] == b"/a?b" and head[ix[7]:ix[7] + 3] == b"1.1"
-    spans = [(head[ix[8 + 4 * i]:ix[9 + 4 * i]], head[ix[10 + 4 * i]:ix[11 + 4 * i]]) for i in range(4)]
-    assert spans == [(b"Host", b"h"), (b"Content-Length", b"12"), (b"X-A", b""), (b"Connection", b"close")]
-    assert len(ix) == 8 + 4 * 4
+    spans = [(head[ix[8 + 5 * i]:ix[9 + 5 * i]], head[ix[10 + 5 * i]:ix[11 + 5 * i]], ix[12 + 5 * i])
+             for i in range(4)]
+    assert spans == [(b"Host", b"h", 1), (b"Content-Length", b"12", 2), (b"X-A", b"", 0), (b"Connection", b"close", 4)]
+    assert len(ix) == 8 + 5 * 4
 
 
 def test_response_index_gives_exact_spans():
     head = b"HTTP/1.0 404 Not  Found\r\nKeep-Alive: 5\r\n\r\n"
     ix = binding.h1_index(head)
-    assert ix[:4] == [OK, binding.lib.SPL_H1_RESPONSE, 1, h1.F_HOP]
+    assert ix[:4] == [OK, binding.lib.SPL_H1_RESPONSE, 1, h1.F_HOP | h1.F_PLAIN]
     assert head[ix[4]:ix[4] + 3] == b"1.0" and ix[5] == 404 and head[ix[6]:ix[7]] == b"Not  Found"
 
 
@@ -360,7 +404,7 @@ def test_parse_request_takes_the_index_and_skips_h11(monkeypatch):
 
 
 def main() -> int:
-    stats = {"heads": 0, "ok": 0, "refuse": 0, "unsure": 0}
+    stats = {"heads": 0, "ok": 0, "refuse": 0, "unsure": 0, "ranges": 0}
     bad = 0
     for head in corpus():
         d = compare(head, stats)
@@ -368,7 +412,8 @@ def main() -> int:
         for x in d:
             print(repr(head), x)
     print(f"heads compared: {stats['heads']} (tokenizer OK {stats['ok']}, REFUSE {stats['refuse']}, "
-          f"UNSURE {stats['unsure']}); disagreements: {bad}")
+          f"UNSURE {stats['unsure']}); heads forwarded by byte ranges compared: {stats['ranges']}; "
+          f"disagreements: {bad}")
     return 1 if bad else 0
 
 
