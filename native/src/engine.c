@@ -124,6 +124,7 @@ struct spl_slot {
 	int32_t hbuf;          /* HEAD: the head buffer taken, -1 = none */
 	uint32_t hgot;         /* HEAD: head bytes read (consumed) */
 	uint32_t hinfo;        /* HEAD: struct spl_done.head_info */
+	uint32_t hmore;        /* HEAD: struct spl_done.head_more */
 	uint64_t phase_ms;     /* HEAD: when it started waiting, then when its first byte came */
 };
 
@@ -489,6 +490,7 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 		s->hbuf = -1;
 	}
 	d.head_info = s->hinfo;
+	d.head_more = s->hmore;
 	spl_post(e, &d);
 	if (s->job.flags & SPL_JOB_THEN_HEAD) { /* the head job that was to follow never starts */
 		memset(&d, 0, sizeof(d));
@@ -919,6 +921,8 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		}
 		end = spl_head_end(buf, s->hgot + (size_t)n, s->hgot > 3 ? s->hgot - 3 : 0);
 		k = end >= 0 ? (size_t)end - s->hgot : (size_t)n;
+		if (end >= 0) /* what the peek saw behind the head (a body, a pipelined request) */
+			s->hmore = (uint32_t)(s->hgot + (size_t)n - (size_t)end);
 		if (end < 0 && s->hgot + (size_t)n > limit) {
 			s->hinfo = memchr(buf, '\n', s->hgot + (size_t)n) == NULL;
 			spl_finish(e, s, SPL_END_TOO_LARGE, -EMSGSIZE, side);
@@ -1011,6 +1015,7 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	s->hgot = 0;
 	s->hstarted = 0;
 	s->hinfo = 0;
+	s->hmore = 0;
 	s->progress = 0;
 	s->last_ms = e->now_ms;
 	s->phase = SPL_PHASE_HEAD;

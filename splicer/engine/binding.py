@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 9
+ABI = 10
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -39,9 +39,9 @@ if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struc
 
 _DONE = struct.Struct("=QQQiIIIiIII")
 """struct spl_done as bytes: id, bytes_fwd, bytes_rev, res, how, side, phase, head_buf,
-head_len, head_info, pad (checked below): a batch is unpacked in one call, not field by field."""
+head_len, head_info, head_more (checked below): a batch is unpacked in one call, not field by field."""
 _DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
-                "head_info", "pad")
+                "head_info", "head_more")
 _offsets = [struct.calcsize("=" + _DONE.format[1:i]) for i in range(1, len(_DONE_FIELDS) + 1)]
 if _DONE.size != ffi.sizeof("struct spl_done") or _offsets != [ffi.offsetof("struct spl_done", f)
                                                                 for f in _DONE_FIELDS]:  # pragma: no cover
@@ -362,17 +362,17 @@ class EngineHandle:
 
     def reap(self) -> list[tuple]:
         """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side, phase,
-        head, head_info, index) tuples; `head` is the bytes the job's head phase read (None
-        when it read none), `index` the engine's tokenization of a whole head as a list of
-        ints (spl_h1_parse; splicer.http.h1.INDEX_OK) when the tokenizer accepted it, else
-        None. Each head buffer is copied out and given back to the engine here."""
+        head, head_info, index, head_more) tuples; `head` is the bytes the job's head phase
+        read (None when it read none), `index` the engine's tokenization of a whole head as a
+        list of ints (spl_h1_parse; splicer.http.h1.INDEX_OK) when the tokenizer accepted it,
+        else None, `head_more` the bytes the socket held behind the head. Each head buffer is copied out and given back to the engine here."""
         out = []
         d = self._done
         e = self._e
         size = _DONE.size
         while True:
             n = lib.spl_reap(e, d, self.REAP_BATCH)
-            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, _ in _DONE.iter_unpack(
+            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, more in _DONE.iter_unpack(
                     self._donebuf[:n * size]):
                 head = index = None
                 if hb >= 0:
@@ -381,7 +381,7 @@ class EngineHandle:
                     if ix[0] == H1_OK:
                         index = ffi.unpack(ix, H1_HDR_WORDS + H1_FIELD_WORDS * ix[2])
                     lib.spl_hbuf_release(e, hb)
-                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index))
+                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more))
             if n < self.REAP_BATCH:
                 return out
 

@@ -112,6 +112,9 @@ class Completion(NamedTuple):
         first_line: TOO_LARGE only: not even the head's first line ended within the limit.
         index: the engine's index of a whole `head` when its tokenizer accepted it (a list
             of ints, binding.h1_index; what h1.parse_request/parse_response take), else None.
+        more: DONE with a head: bytes the socket already held behind the head when it was
+            read (a request body that came with its head, a pipelined request), as far as
+            the engine's head buffer saw.
     """
 
     end: JobEnd
@@ -123,6 +126,7 @@ class Completion(NamedTuple):
     head: bytes | None = None
     first_line: bool = False
     index: list | None = None
+    more: int = 0
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -234,7 +238,7 @@ class Engine:
 
     def _on_eventfd(self) -> None:
         futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
-        for job_id, fwd, rev, res, how, side, phase, head, info, index in self._h.reap():
+        for job_id, fwd, rev, res, how, side, phase, head, info, index, more in self._h.reap():
             if outs:
                 b = outs.pop(job_id, None)
                 if b is not None:
@@ -242,7 +246,7 @@ class Engine:
             cb = cbs.pop(job_id, None)
             if cb is not None:
                 c = Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                               bool(info), index)
+                               bool(info), index, more)
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -254,7 +258,7 @@ class Engine:
             fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
-                                          _PHASES[phase], head, bool(info), index))
+                                          _PHASES[phase], head, bool(info), index, more))
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

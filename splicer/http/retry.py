@@ -88,7 +88,8 @@ def decide(policy: RetryPolicy, event: RetryEvent, left: int, *, status: int = 0
     if answered:
         return GIVE_UP  # the client has seen part of this response: it cannot be replaced
     if event is RetryEvent.IDLE_CLOSED:
-        # only an idempotent request without a body is put on an idle connection at all
+        # a request that cannot be sent twice is not sent again (the server may have acted
+        # on it): answered 502
         return Retry(True, fresh=True) if replayable else GIVE_UP
     if left <= 0:
         return GIVE_UP

@@ -142,6 +142,28 @@ def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None
     return mover.engine.chained[0] if next_head is not None else 0
 
 
+def submit_request_with_body(mover: Mover, cli, sock: socket.socket, out: bytes, count: int,
+                             send_timeout: float | None, limit: int, first_timeout: float | None,
+                             timeout: float | None, done) -> bool:
+    """One job for a request with a small body: send the head `out` on the server socket
+    `sock`, copy `count` body bytes from the client (Side `cli`: its socket and idle
+    timeout) behind it, then read the response head from `sock` (head_of() reads it);
+    its Completion goes to `done(c)` from the engine's reap. c.phase tells where it ended:
+    SEND (nothing of the body was read), BODY (transfer.result_of(c, True) says how the body
+    ended), HEAD or END (the body went through). False when the engine did not take it."""
+    engine = mover.engine
+    if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
+        return False
+    fd = sock.fileno()
+    try:
+        engine.submit(cli.sock.fileno(), fd, count, JOB_COPY, ms(cli.timeout), ms(send_timeout), out, fd,
+                      ms(first_timeout), ms(timeout), limit, src_gen=engine.gen(cli.sock),
+                      dst_gen=engine.gen(sock), done=done)
+    except (EngineBusy, EngineError):
+        return False
+    return True
+
+
 def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
     """What a send_with_body job's completion says: (sent, result) as send_with_body()
     returns them, or NOT_TAKEN when it ended NOPIPE (nothing was sent; its chained job, if

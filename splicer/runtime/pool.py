@@ -58,9 +58,9 @@ def reuse_floor(strategy: str, first: bool) -> int | None:
         session's first request (it may be a client's own connection), any for the later
         ones; `aggressive` for a first request only a connection that has been reused
         already (served at least 2 requests: the server is known to keep connections),
-        any for the later ones; `always` any. (splicer never puts a request that could not
-        be sent again, one with a body or a non-idempotent method, on an idle connection,
-        whatever the strategy: runtime/stream.py.)
+        any for the later ones; `always` any, whatever the request's method or body, as
+        haproxy (a request that cannot be sent again and is dropped by the server on a
+        reused connection is answered 502: runtime/stream.py).
     """
     if strategy == "never":
         return None

@@ -192,7 +192,7 @@ class HttpSession:
                 return
             self.be.counters.req_tot += 1
             stream = Stream(self, req, head)
-            if not stream.start_fast():
+            if not stream.start_fast(c.more):
                 self.spawn(self._run_stream(stream))
             return
         if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):

@@ -47,7 +47,7 @@ from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
 from splicer.http.termination import NORMAL, Cause, Phase, Termination, counted
 from splicer.runtime import heads, io
 from splicer.runtime.backend import Lease
-from splicer.runtime.transfer import End, Result, Side
+from splicer.runtime.transfer import End, Result, Side, result_of
 from splicer.runtime.tunnel import run_tunnel
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class Stream:
                  "route", "head_in", "head_out", "up", "down", "interim", "info", "_answered", "_resp_raw",
                  "_replayable", "_left", "_out_head", "_allow_reuse", "_picked", "_lease", "_fast",
                  "_chained", "view", "rules_in", "_first", "_persist", "_last", "_answer", "_rewritten",
-                 "t_head", "t_lease", "t_resp", "redispatched", "_handed", "tried")
+                 "t_head", "t_lease", "t_resp", "redispatched", "_handed", "tried", "_fast_body")
 
     def __init__(self, session: "HttpSession", req: RequestHead, raw: bytes) -> None:
         self.s = session
@@ -141,6 +141,7 @@ class Stream:
         self._left = 0            # retries left for the attempt under way
         self._out_head = b""      # the forwarded request head (prepare())
         self._allow_reuse = False
+        self._fast_body = 0  # bytes of request body the fast path's job copies (start_fast)
         self._picked = None       # a server whose slot the fast path took for the slow one
         self._lease = None        # the fast path's server connection
         self._fast = None         # the fast path's response under way
@@ -253,11 +254,12 @@ class Stream:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
         self._out_head = out_head
-        # Only an idempotent request without a body goes on a reused connection: if the server
-        # closed that connection meanwhile, such a request alone may be sent again (RFC 9110
-        # section 9.2.2; haproxy never replays a POST). An upgrade gets a connection of its own.
-        self._allow_reuse = (req.framing.kind is BodyKind.NONE and req.method in IDEMPOTENT
-                             and req.upgrade is None)
+        # Any request may go on an idle connection that `http-reuse` allows (haproxy: the
+        # strategy, not the method, decides). Should the server drop one that cannot be sent
+        # again (a body, a method that is not idempotent) without a byte of response, it is
+        # answered 502, never replayed (RFC 9110 section 9.2.2; haproxy closes the client
+        # connection instead). An upgrade gets a connection of its own.
+        self._allow_reuse = req.upgrade is None
         # a request held whole (no body left in the client socket) of an idempotent method
         # may be sent again (http/retry.py)
         self._replayable = (req.method in IDEMPOTENT and req.upgrade is None
@@ -355,14 +357,29 @@ class Stream:
 
     # -- the fast path: callbacks from the engine's reap, no task ---------------------------
 
-    def start_fast(self) -> bool:
-        """Start the stream on the fast path when it can take it: a request without a body
-        on an idle server connection, sent and answered by engine jobs whose completions
-        call back (no task, no future). False: run() it (a slow-path task) instead; a
-        server slot may then be held for it (self._picked)."""
-        req, be = self.req, self.be
-        if (req.framing.kind is not BodyKind.NONE or req.upgrade is not None or req.method not in IDEMPOTENT
-                or self.route.abortonclose or be.sticky or be.observes_responses):
+    def start_fast(self, more: int = 0) -> bool:
+        """Start the stream on the fast path when it can take it: a request without a body,
+        or with a small Content-Length body that came whole with its head, on an idle
+        server connection, sent and answered by engine jobs whose completions call back
+        (no task, no future). False: run() it (a slow-path task) instead; a server slot may
+        then be held for it (self._picked).
+
+        Args:
+            more: bytes the client socket held behind the head when the engine read it
+                (Completion.more): a body of at most that many bytes is all there, so the
+                job that sends the head copies it at once and goes on reading the response
+                head (nothing can make it wait for the client).
+        """
+        req, be, route = self.req, self.be, self.route
+        fr = req.framing
+        body = 0
+        if fr.kind is BodyKind.LENGTH:
+            body = fr.length
+            if (body > more or body > route.bufsize or req.expect_continue or route.http_buffer_request):
+                return False  # a body still to come, large, or to buffer first: the slow path
+        elif fr.kind is not BodyKind.NONE:
+            return False  # chunked: the slow path (its framing is checked on the way)
+        if (req.upgrade is not None or route.abortonclose or be.sticky or be.observes_responses):
             # (persistence runs on the slow path: it edits both heads; so does observe
             # layer7, which judges every response head there)
             return False
@@ -379,8 +396,16 @@ class Stream:
         self.phase = Phase.HEADERS
         self._lease = lease
         self._leased(lease)
-        if not heads.submit_send_then_read_head(self.fe.mover, lease.sock, self._out_head, s.t_server,
-                                                route.bufsize, s.t_server, s.t_server, self._on_response_head):
+        if body:
+            self._fast_body = body
+            taken = heads.submit_request_with_body(self.fe.mover, s.cli, lease.sock, self._out_head, body,
+                                                   s.t_server, route.bufsize, s.t_server, s.t_server,
+                                                   self._on_response_head)
+        else:
+            taken = heads.submit_send_then_read_head(self.fe.mover, lease.sock, self._out_head, s.t_server,
+                                                     route.bufsize, s.t_server, s.t_server, self._on_response_head)
+        if not taken:
+            self._fast_body = 0
             be.release(lease, True)  # nothing was sent on it
             self._lease = None
             self.server = None
@@ -414,6 +439,12 @@ class Stream:
             self.be.release(lease, False)
             self.record()
             return self.s.stream_over(False, None)
+        if self._fast_body and c.phase is not JobPhase.SEND:
+            # the job copied a request body before it read the response head
+            if c.phase is JobPhase.BODY:
+                return self._body_failed(c)
+            n = self._fast_body
+            self.up = Result(End.DONE, n, 0, n)
         if c.end is not JobEnd.DONE or not head or not head_complete(head):
             return self._slow(c)  # no head (retries, 502, 504): the slow path decides
         req, route = self.req, self.route
@@ -458,6 +489,24 @@ class Stream:
             self.phase = Phase.HEADERS
             return self._slow(c)
         self._chained = chained
+
+    def _body_failed(self, c: Completion) -> None:
+        """The fast path's job failed while it copied the request body (the client or the
+        server broke off): as the slow path's _request_body() and _response_head() end it."""
+        r = result_of(c, True)
+        self.up = r
+        lease, self._lease = self._lease, None
+        self.end(_CLIENT_END[r.end], Phase.DATA)
+        self.be.release(lease, False)  # part of a request went on it: never reused
+        self.s.spawn(self._answer_body_failure(r))
+
+    async def _answer_body_failure(self, r: Result) -> bool:
+        try:
+            if r.end is End.SRC_TIMEOUT:
+                await self.reply_error(408)  # the client's body did not come in time
+            return False
+        finally:
+            self.record()
 
     def _on_response_sent(self, c: Completion) -> None:
         """Engine callback: the response head and body went to the client (or not)."""

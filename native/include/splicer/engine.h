@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 9
+#define SPL_ENGINE_ABI 10
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -234,7 +234,9 @@ struct spl_done {
 	uint32_t head_len;  /* head bytes read: the whole head (DONE), or those read before an
 	                     * end of stream or timeout (empty lines skipped are not counted) */
 	uint32_t head_info; /* SPL_END_TOO_LARGE: 1 when not even the first line ended */
-	uint32_t pad;
+	uint32_t head_more; /* DONE: bytes the socket already held behind the head (a body, a
+	                     * pipelined request) when the head was read, as far as the head
+	                     * buffer saw (at most head_limit + 1 - head_len) */
 };
 
 /* Engine settings. */
