@@ -249,14 +249,20 @@ def _request_transfer_coding_error(head: bytes) -> HeadError | None:
 
 
 class HeadMemo:
-    """Parsed heads by their bytes: a head seen before is not parsed again.
+    """Parsed heads by their bytes: a head seen before is not parsed again, while heads repeat.
 
     Parsing is a pure function of the head's bytes (and of the few arguments in the key), so
-    the result for bytes already parsed is the same; clients on kept-alive connections and
-    origins send the same heads again and again (a response head changes with its Date field
-    once a second). Only valid heads are kept, up to `max_len` bytes each and `max_entries`
-    of them (the oldest goes first); `get` returns a copy, whose attributes the caller may
-    reassign (never mutate the fields list in place: it is shared).
+    the result for bytes already parsed is the same. Lab clients and some origins send the
+    same heads again and again; real browsers and API clients never do (a path, a cookie, a
+    token changes), and there every lookup would miss and every miss would pay for a copy
+    and an insertion. So the memo measures itself: over each WINDOW lookups, if fewer than
+    MIN_HITS hit, it empties itself and stands aside for the next OFF lookups (get() answers
+    None at once, put() keeps nothing), then tries again. On heads that do not repeat it
+    costs a counter decrement per lookup but for one window in every OFF + WINDOW lookups.
+
+    Only valid heads are kept, up to `max_len` bytes each and `max_entries` of them (the
+    oldest goes first); `get` returns a copy, whose attributes the caller may reassign
+    (never mutate the fields list in place: it is shared).
 
     Args:
         max_entries: heads kept at most.
@@ -265,22 +271,47 @@ class HeadMemo:
             immutable values (the bytes of a forwarded head).
     """
 
-    __slots__ = ("max_entries", "max_len", "copies", "_d")
+    WINDOW = 512
+    MIN_HITS = 32
+    OFF = 8192
+
+    __slots__ = ("max_entries", "max_len", "copies", "_d", "_left", "_hits", "_off")
 
     def __init__(self, max_entries: int = 1024, max_len: int = 4096, copies: bool = True) -> None:
         self.max_entries = max_entries
         self.max_len = max_len
         self.copies = copies
         self._d: dict = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every head and the hit counts: a new memo."""
+        self._d.clear()
+        self._left = self.WINDOW
+        self._hits = 0
+        self._off = 0
 
     def get(self, key):
         """What was kept for `key` (a copy, with `copies`), or None."""
+        if self._off:
+            self._off -= 1
+            return None
         hit = self._d.get(key)
+        if hit is not None:
+            self._hits += 1
+        self._left -= 1
+        if not self._left:
+            if self._hits < self.MIN_HITS:  # heads do not repeat: stand aside for a while
+                self._d.clear()
+                self._off = self.OFF
+            self._left = self.WINDOW
+            self._hits = 0
         return hit.copy() if hit is not None and self.copies else hit
 
     def put(self, key, head_len: int, value) -> None:
-        """Keep `value` for `key` when the head (`head_len` bytes) is short enough."""
-        if head_len > self.max_len:
+        """Keep `value` for `key` when the head (`head_len` bytes) is short enough and the
+        memo is not standing aside."""
+        if head_len > self.max_len or self._off:
             return
         d = self._d
         if len(d) >= self.max_entries:
@@ -301,16 +332,18 @@ def parse_request(head: bytes, maxhdr: int = 101, index: list[int] | None = None
         head: exactly the head's bytes, as found by find_head_end().
         maxhdr: most header fields accepted (haproxy `tune.http.maxhdr`).
         index: the engine's index of `head` (spl_h1_parse; see INDEX_OK), or None. A head
-            it is certain of is sliced by it; any other goes through h11 (and HeadMemo).
+            it is certain of is sliced by it; any other goes through h11. Either way a head
+            seen before comes from HeadMemo while heads repeat.
 
     Same contract as _parse_request, which gives the same result for any head.
     """
-    if index is not None and index[0] == INDEX_OK and index[1] == INDEX_REQUEST:
-        return _request_from_index(head, index, maxhdr)
     key = (head, maxhdr)
     req = _REQUESTS.get(key)
     if req is None:
-        req = _parse_request(head, maxhdr)
+        if index is not None and index[0] == INDEX_OK and index[1] == INDEX_REQUEST:
+            req = _request_from_index(head, index, maxhdr)
+        else:
+            req = _parse_request(head, maxhdr)
         _REQUESTS.put(key, len(head), req)
     return req
 
@@ -494,12 +527,13 @@ def parse_response(head: bytes, method: bytes, upgrade_requested: bool = False,
     Args:
         index: the engine's index of `head` (spl_h1_parse), or None: as parse_request's.
     """
-    if index is not None and index[0] == INDEX_OK and index[1] == INDEX_RESPONSE:
-        return _response_from_index(head, index, method, upgrade_requested)
     key = (head, method, upgrade_requested)
     resp = _RESPONSES.get(key)
     if resp is None:
-        resp = _parse_response(head, method, upgrade_requested)
+        if index is not None and index[0] == INDEX_OK and index[1] == INDEX_RESPONSE:
+            resp = _response_from_index(head, index, method, upgrade_requested)
+        else:
+            resp = _parse_response(head, method, upgrade_requested)
         _RESPONSES.put(key, len(head), resp)
     return resp
 

@@ -15,7 +15,7 @@ from splicer.http import h1
 def empty_head_memos():
     memos = (h1._REQUESTS, h1._RESPONSES, h1._FORWARDED_REQUESTS, h1._FORWARDED_RESPONSES)
     for memo in memos:
-        memo._d.clear()
+        memo.reset()
     yield
     for memo in memos:
-        memo._d.clear()
+        memo.reset()

@@ -96,9 +96,10 @@ def test_an_index_that_is_not_ok_or_not_a_request_goes_to_h11(monkeypatch):
     monkeypatch.setattr(h1, "_parse_request", lambda *a: calls.append(a) or real(*a))
     ix = index_of(BROWSER)
     h1.parse_request(BROWSER, 101, [h1.INDEX_UNSURE] + ix[1:])
-    h1._REQUESTS._d.clear()  # (h11's parse is remembered by the head's bytes)
+    h1._REQUESTS.reset()  # (a parse is remembered by the head's bytes)
     h1.parse_request(BROWSER, 101, ix[:1] + [h1.INDEX_RESPONSE] + ix[2:])
     assert len(calls) == 2
+    h1._REQUESTS.reset()
     assert h1.parse_request(BROWSER, 101, ix).source[1] is ix and len(calls) == 2
 
 
@@ -107,6 +108,7 @@ def test_flags_skip_only_absent_fields():
     head = b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
     ix = index_of(head)
     assert h1.parse_request(head, 101, ix).keep_alive is False
+    h1._REQUESTS.reset()
     ix[3] &= ~h1.F_CONNECTION
     assert h1.parse_request(head, 101, ix).keep_alive is True
 
@@ -216,3 +218,36 @@ def test_response_forwarded_by_ranges_is_the_head_built_field_by_field(head, ver
 def test_response_not_forwarded_by_ranges_when_the_bytes_would_differ(head):
     resp = h1.parse_response(head, b"GET", False, index_of(head))
     assert h1._response_by_ranges(resp, resp.source, b"1.1", True) is None
+
+
+# --- the head memo stands aside when heads do not repeat --------------------------------------
+
+def test_head_memo_keeps_heads_while_they_repeat():
+    memo = h1.HeadMemo(copies=False)
+    for i in range(3 * memo.WINDOW):
+        key = b"same" if i % 2 else b"other %d" % (i % 7)
+        if memo.get(key) is None:
+            memo.put(key, 10, key)
+    assert memo.get(b"same") == b"same" and memo._off == 0
+
+
+def test_head_memo_stands_aside_on_unique_heads_and_tries_again():
+    memo = h1.HeadMemo(copies=False)
+    for i in range(memo.WINDOW):
+        assert memo.get(b"head %d" % i) is None
+        memo.put(b"head %d" % i, 10, b"v")
+    # a window of misses: it emptied itself and keeps nothing for OFF lookups
+    assert memo._off == memo.OFF and memo._d == {}
+    memo.put(b"kept?", 10, b"v")
+    assert memo.get(b"kept?") is None and memo._d == {}
+    for _ in range(memo.OFF - 1):
+        memo.get(b"x")
+    memo.put(b"again", 10, b"v")
+    assert memo._off == 0 and memo.get(b"again") == b"v"  # then it tries again
+
+
+def test_parse_request_from_the_memo_is_the_parse():
+    head = BROWSER
+    first = h1.parse_request(head, 101, index_of(head))
+    again = h1.parse_request(bytes(head), 101, index_of(head))
+    assert again == first and again is not first
