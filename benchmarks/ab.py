@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         if not run.port_free(p):
             run.die(f"port {p} is taken")
     wd = Path(tempfile.mkdtemp(prefix="splicer-ab-"))
+    wd.chmod(0o755)  # nginx's workers (another user) read the files under it
     try:
         run.make_files(wd / "www", {"1k.bin": 1024})
         run.start_origin(wd, ORIGIN)
