@@ -556,9 +556,11 @@ def stats_delta(a: dict | None, b: dict | None) -> dict | None:
     return {k: v - ca.get(k, 0) for k, v in cb.items()}
 
 
-EXPECTED_LOG = re.compile(r"an upstream response is buffered to a temporary file")
+EXPECTED_LOG = re.compile(r"an upstream response is buffered to a temporary file"
+                          r"|a client request body is buffered to a temporary file")
 """Log lines that are normal for a target's configuration: nginx-proxy (proxy_buffering on, its
-default) spills big responses to temporary files when the client reads slower than the origin."""
+default) spills big responses to temporary files when the client reads slower than the origin,
+and (proxy_request_buffering on, its default) the 256 MiB uploads of (e) before it sends them."""
 
 
 def new_log_lines(svc: Service, start: int) -> tuple[list[str], int]:
