@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import socket
 import subprocess
@@ -230,11 +231,13 @@ class KeepAliveOrigin(ThreadedServer):
 
     script(conn_no, req_no, head) -> (bytes to send, close after?); conn_no counts from 1
     over the origin's life, req_no from 0 on each connection. `requests` records
-    (conn_no, req_no, head).
+    (conn_no, req_no, head), or with `bodies` (conn_no, req_no, head + CRLF CRLF + body):
+    each request's Content-Length body is read too before the script answers.
     """
 
-    def __init__(self, script) -> None:
+    def __init__(self, script, bodies: bool = False) -> None:
         self.script = script
+        self.bodies = bodies
         self.requests: list[tuple[int, int, bytes]] = []
         self.conns = 0
         self.lock = threading.Lock()
@@ -253,7 +256,18 @@ class KeepAliveOrigin(ThreadedServer):
                         return
                     buf += chunk
                 head, _, buf = buf.partition(b"\r\n\r\n")
-                self.requests.append((conn_no, req_no, head))
+                if self.bodies:
+                    m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                    want = int(m.group(1)) if m else 0
+                    while len(buf) < want:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            return
+                        buf += chunk
+                    self.requests.append((conn_no, req_no, head + b"\r\n\r\n" + buf[:want]))
+                    buf = buf[want:]
+                else:
+                    self.requests.append((conn_no, req_no, head))
                 out, close = self.script(conn_no, req_no, head)
                 req_no += 1
                 if out:

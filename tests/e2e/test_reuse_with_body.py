@@ -9,7 +9,6 @@ once.
 """
 from __future__ import annotations
 
-import re
 import socket
 
 from tests.e2e.helpers import KeepAliveOrigin, free_port, http_config, read_response
@@ -18,42 +17,9 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 BODY = b'{"order": 1, "items": [1, 2, 3]}'
 
 
-class BodyOrigin(KeepAliveOrigin):
-    """KeepAliveOrigin that also reads each request's Content-Length body; `requests` holds
-    (conn_no, req_no, head + body)."""
-
-    def _conn(self, c: socket.socket) -> None:
-        with self.lock:
-            self.conns += 1
-            conn_no = self.conns
-        buf, req_no = b"", 0
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    chunk = c.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-                want = int(m.group(1)) if m else 0
-                while len(buf) < want:
-                    chunk = c.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                body, buf = buf[:want], buf[want:]
-                self.requests.append((conn_no, req_no, head + b"\r\n\r\n" + body))
-                out, close = self.script(conn_no, req_no, head)
-                req_no += 1
-                if out:
-                    c.sendall(out)
-                if close:
-                    return
-        except OSError:
-            pass
-        finally:
-            c.close()
+def BodyOrigin(script) -> KeepAliveOrigin:
+    """A KeepAliveOrigin that reads each request's body; `requests` hold head + body."""
+    return KeepAliveOrigin(script, bodies=True)
 
 
 def post(s: socket.socket, body: bytes = BODY) -> bytes:
