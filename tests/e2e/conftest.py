@@ -81,18 +81,22 @@ class SplicerProcess:
         self.proc = subprocess.Popen(splicer_command() + ["-c", str(cfg_path), "-S", self.master_socket, *(args or [])],
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      env=None if env is None else {**os.environ, **env})
-        for p in ports:  # (a connection would count as a request: see helpers.listening)
-            wait_listening(p, self.proc)
-        # the master listens before it forks the workers: started means forked, too
-        deadline = time.monotonic() + 15
-        while len(self.worker_pids()) < workers and self.proc.poll() is None:
-            assert time.monotonic() < deadline, f"splicer started fewer than {workers} workers"
-            time.sleep(0.01)
-        # and serving: a forked worker builds its loop and engine first (most of a second on
-        # a loaded machine), while connections wait in the backlog; timings start after it
-        while self.log().count(" serving on CPUs ") < workers and self.proc.poll() is None:
-            assert time.monotonic() < deadline, f"fewer than {workers} workers serving"
-            time.sleep(0.01)
+        try:
+            for p in ports:  # (a connection would count as a request: see helpers.listening)
+                wait_listening(p, self.proc)
+            # the master listens before it forks the workers: started means forked, too
+            deadline = time.monotonic() + 15
+            while len(self.worker_pids()) < workers and self.proc.poll() is None:
+                assert time.monotonic() < deadline, f"splicer started fewer than {workers} workers"
+                time.sleep(0.01)
+            # and serving: a forked worker builds its loop and engine first (most of a second
+            # on a loaded machine), while connections wait in the backlog; timings start after it
+            while self.log().count(" serving on CPUs ") < workers and self.proc.poll() is None:
+                assert time.monotonic() < deadline, f"fewer than {workers} workers serving"
+                time.sleep(0.01)
+        except BaseException:
+            self.stop()  # a start that failed leaves no splicer behind (the fixture never saw it)
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
