@@ -396,8 +396,8 @@ def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
                        (head, ix, fields, ids, conn))
 
 
-_CHUNKED = [b"chunked"]
-"""The transfer codings of a Transfer-Encoding the tokenizer accepted (never changed)."""
+_CHUNKED = (b"chunked",)
+"""The transfer codings of a Transfer-Encoding the tokenizer accepted (immutable, shared)."""
 
 
 def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
@@ -435,8 +435,9 @@ def _parse_request(head: bytes, maxhdr: int = 101) -> RequestHead:
     return _request(ev.method, ev.target, ev.http_version, fields, F_ALL)
 
 
-_NO_FIELDS: hdr.Headers = []
-"""What framing reads of a head without Content-Length and Transfer-Encoding (never changed)."""
+_NO_FIELDS: tuple = ()
+"""No fields, no values, no tokens: what framing reads of a head without Content-Length and
+Transfer-Encoding, and the Connection tokens of a head without Connection (immutable, shared)."""
 
 
 def _request(method: bytes, target: bytes, version: bytes, fields: hdr.Headers, flags: int) -> RequestHead:
