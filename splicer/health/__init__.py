@@ -1,1 +1,1 @@
-"""Health checks: a sans-I/O rise/fall machine (state.py) and the probes that feed it (probes.py)."""
+"""Health checks, sans-I/O: the rise/fall machine (state.py) and what observed traffic tells it (observe.py); runtime/probes.py sends the probes that feed them."""

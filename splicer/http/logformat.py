@@ -22,6 +22,33 @@ class RuleError(ValueError):
     """A rule's words are wrong; ``str()`` is the message that follows "file:line: "."""
 
 
+SCOPES = ("proc", "sess", "txn", "req", "res")
+"""Variable scopes splicer knows (haproxy 2.8; the check and parent-stream scopes are not
+usable in HTTP rules)."""
+
+_NAME = re.compile(r"(proc|sess|txn|req|res)\.([A-Za-z0-9_]+)\Z")
+
+
+def parse_var_name(text: str, what: str) -> tuple[str, str]:
+    """Read ``<scope>.<name>``.
+
+    Returns:
+        (scope, name).
+
+    Raises:
+        RuleError: an unknown scope or a name with other characters than a-z A-Z 0-9 _.
+    """
+    m = _NAME.match(text.strip())
+    if m is None:
+        scope = text.partition(".")[0]
+        if "." not in text or scope not in SCOPES:
+            raise RuleError(f"{what}: '{text}' is not a variable name: expected <scope>.<name> "
+                            f"with <scope> one of {', '.join(SCOPES)}")
+        raise RuleError(f"{what}: variable name '{text}' may only contain a-z, A-Z, 0-9 and '_' "
+                        "after its scope")
+    return m.group(1), m.group(2)
+
+
 @dataclass(frozen=True, slots=True)
 class StreamInfo:
     """What samples read about the stream besides its messages.
@@ -147,8 +174,6 @@ def _fetch(expr: str, side: str) -> Sample:
 def _var(expr: str, arg: str, paren: str) -> Sample:
     """``var(<scope>.<name>[,<default>])`` (haproxy 7.3.2): the variable's value, the
     default when it is not set, else empty."""
-    from splicer.http.variables import parse_var_name
-
     if not paren or not arg.endswith(")"):
         raise RuleError("'var' expects a variable: '%[var(<scope>.<name>)]'")
     text, comma, default = arg[:-1].partition(",")

@@ -665,8 +665,7 @@ def _auth_type(v) -> list[bytes]:
 
 
 def _fetch_var(name, args):
-    from splicer.http.variables import parse_var_name
-    from splicer.http.logformat import RuleError
+    from splicer.http.logformat import RuleError, parse_var_name
 
     if not 1 <= len(args) <= 2 or not args[0]:
         raise SampleError("fetch 'var' expects a variable: var(<scope>.<name>[,<default>])")

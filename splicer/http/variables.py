@@ -35,11 +35,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, render
-
-SCOPES = ("proc", "sess", "txn", "req", "res")
-"""Variable scopes splicer knows (haproxy 2.8; the check and parent-stream scopes are not
-usable in HTTP rules)."""
+from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, parse_var_name, render
 
 ACTIONS = ("set-var", "set-var-fmt", "unset-var")
 """The variable actions of ``http-request`` and ``http-response``."""
@@ -47,29 +43,6 @@ ACTIONS = ("set-var", "set-var-fmt", "unset-var")
 _UNSAFE = re.compile(rb"[\r\n\x00]")
 """What a variable never holds: a converter (``regsub``) could produce it from the
 configuration's text, and a header rule would then write it into a head."""
-
-_NAME = re.compile(r"(proc|sess|txn|req|res)\.([A-Za-z0-9_]+)\Z")
-
-
-def parse_var_name(text: str, what: str) -> tuple[str, str]:
-    """Read ``<scope>.<name>``.
-
-    Returns:
-        (scope, name).
-
-    Raises:
-        RuleError: an unknown scope or a name with other characters than a-z A-Z 0-9 _.
-    """
-    m = _NAME.match(text.strip())
-    if m is None:
-        scope = text.partition(".")[0]
-        if "." not in text or scope not in SCOPES:
-            raise RuleError(f"{what}: '{text}' is not a variable name: expected <scope>.<name> "
-                            f"with <scope> one of {', '.join(SCOPES)}")
-        raise RuleError(f"{what}: variable name '{text}' may only contain a-z, A-Z, 0-9 and '_' "
-                        "after its scope")
-    return m.group(1), m.group(2)
-
 
 class Vars:
     """The variables one message's rules see: references to the dicts of each scope.

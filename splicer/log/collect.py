@@ -91,7 +91,7 @@ def _server_timers(st, t_head: float, now: float) -> tuple[int, int, int]:
     phase the stream never reached (Tw 0 when it ended in the connect phase)."""
     t_lease = st.t_lease
     if t_lease:
-        lease = st._last
+        lease = st.last_lease
         Tc = int(lease.connect * 1000.0 + 0.5) if lease is not None else 0
         Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc
         if Tw < 0:
@@ -109,7 +109,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
     fe = st.fe
     be = st.be
     t_head = st.t_head
-    if st._first:
+    if st.first:
         start = s.t_accept
         Ti, TR = 0, int((t_head - start) * 1000.0 + 0.5)
     else:
@@ -146,7 +146,7 @@ def stream_record(st, logger, now: float) -> LogRecord:
         ts, tsc, fe.proxy.active, fe.active, sum(active), active[srv.index] if srv is not None else 0,
         st.retries, st.redispatched, 0, be.queued,
         _capture(req.headers, caps[0]) if caps[0] else (),
-        _capture(_response_fields(st._resp_raw), caps[1]) if caps[1] else (),
+        _capture(_response_fields(st.resp_raw), caps[1]) if caps[1] else (),
         line, req.method, req.target, _VERSIONS.get(req.version) or b"HTTP/" + req.version,
         up.spliced + down.spliced, up.copied + down.copied, logger.count, "http"))
 
@@ -172,7 +172,7 @@ def httplog_fields(st, logger, now: float) -> tuple:
     computed inline."""
     s = st.s
     t_head = st.t_head
-    if st._first:
+    if st.first:
         start = s.t_accept
         TR = int((t_head - start) * 1000.0 + 0.5)
     else:
@@ -181,7 +181,7 @@ def httplog_fields(st, logger, now: float) -> tuple:
     srv = st.server or st.tried  # (haproxy's %s: the last server the connection was sent to)
     t_lease = st.t_lease
     t_resp = st.t_resp
-    lease = st._last
+    lease = st.last_lease
     if t_resp and t_lease and lease is not None:  # (the common case of _server_timers)
         Tc = int(lease.connect * 1000.0 + 0.5)
         Tw = int((t_lease - t_head) * 1000.0 + 0.5) - Tc

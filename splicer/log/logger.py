@@ -19,7 +19,6 @@ import logging
 import os
 import time
 
-from splicer.config.model import LogTarget
 from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, NOSRV, httplog_fields, refused_record, stream_record
 from splicer.log.format import LogFormat, _date
 from splicer.log.record import LogRecord
@@ -76,7 +75,7 @@ class LogHub:
             self.offset = off
             self.dates.clear()
 
-    def target(self, model: LogTarget) -> Target | None:
+    def target(self, model) -> Target | None:
         """The opened Target for `model` (None when it cannot be opened: logged once)."""
         key = (model.kind, model.host, model.port, model.path, model.fd, model.family, model.ring,
                model.octet_count)
@@ -88,7 +87,7 @@ class LogHub:
                 self.targets[key] = None
         return self.targets[key]
 
-    def logger(self, fmt: LogFormat, targets: tuple[LogTarget, ...], dontlognull: bool) -> "Logger | None":
+    def logger(self, fmt: LogFormat, targets: tuple, dontlognull: bool) -> "Logger | None":
         """A Logger for a frontend's `log` lines (None: none of them takes traffic logs)."""
         sinks = []
         host = os.uname().nodename
@@ -104,7 +103,7 @@ class LogHub:
         self.loggers.append(lg)
         return lg
 
-    def events(self, targets: tuple[LogTarget, ...]) -> "EventLog | None":
+    def events(self, targets: tuple) -> "EventLog | None":
         """An EventLog for a backend's `log` lines (None: none can be opened)."""
         host = os.uname().nodename
         sinks = []

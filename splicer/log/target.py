@@ -38,7 +38,6 @@ import stat
 import time
 from collections import deque
 
-from splicer.config.model import LogTarget
 from splicer.engine.binding import send_lines
 
 RETRY_CONNECT = 1.0
@@ -76,7 +75,7 @@ class DatagramTarget(Target):
 
     datagrams = True
 
-    def __init__(self, model: LogTarget) -> None:
+    def __init__(self, model) -> None:
         super().__init__(model.address)
         self.model = model
         self.sock: socket.socket | None = None
@@ -170,7 +169,7 @@ class StreamTarget(Target):
     joins = True  # a batch may be written as one joined buffer (send_joined)
     pipe = False  # the descriptor is a pipe (written in whole lines of at most PIPE_BUF)
 
-    def __init__(self, model: LogTarget) -> None:
+    def __init__(self, model) -> None:
         super().__init__(model.address)
         self._own = True
         if model.kind == "file":
@@ -245,7 +244,7 @@ class SocketTarget(Target):
         connects: connections made so far; queued: bytes waiting to be written.
     """
 
-    def __init__(self, model: LogTarget, loop) -> None:
+    def __init__(self, model, loop) -> None:
         super().__init__(model.address)
         self.model = model
         self.loop = loop
@@ -480,7 +479,7 @@ def _messages(data: bytes, end: int, octets: bool) -> int:
     return n
 
 
-def open_target(model: LogTarget, loop=None) -> Target:
+def open_target(model, loop=None) -> Target:
     """The Target for a `log` line's target (raises OSError when a file cannot be opened).
     `loop`: the worker's event loop, which a stream socket target (tcp@, uxst@, a ring's
     server) writes from."""

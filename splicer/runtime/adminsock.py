@@ -33,16 +33,13 @@ import os
 import socket
 import stat
 import time
-from typing import TYPE_CHECKING
 
 from splicer import __version__
+from splicer.config.model import Config, StatsSocket
 from splicer.admin.commands import ANY, CHANGE, LEVELS, Answer, Command, Level, parse
 from splicer.admin.line import MAX_LINE, CliSession, answer, split_commands
 from splicer.admin.merge import combine
 
-if TYPE_CHECKING:
-    from splicer.config.model import Config, StatsSocket
-    from splicer.runtime.master import Master
 
 log = logging.getLogger("splicer")
 
@@ -165,7 +162,7 @@ class AdminSockets:
             binds them before the master starts); start() serves them.
     """
 
-    def __init__(self, master: "Master", bound: Bound | None = None) -> None:
+    def __init__(self, master, bound: Bound | None = None) -> None:
         self.master = master
         self.started = time.time()
         self._bound: Bound = list(bound or ())    # bound, not served yet

@@ -26,7 +26,7 @@ with `on-marked-down shutdown-sessions` (or a backup, when an active server with
 `on-marked-up shutdown-backup-sessions` comes UP) can end its streams at once
 (shutdown_streams(): the connection is shut down under the stream, which sees its server
 end early and records the lease's `killed` cause, haproxy's 'D' or 'U'). With `observe`,
-each connect attempt is reported to the server's health (health/probes.py ServerHealth).
+each connect attempt is reported to the server's health (runtime/probes.py ServerHealth).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class Server:
     """One server at run time: its model, resolved address, idle pool and counters.
 
     Attributes:
-        health: its check and observe state (health/probes.py ServerHealth), None when it
+        health: its check and observe state (runtime/probes.py ServerHealth), None when it
             has no `check`.
         leases: the connections to it lent to streams now (Backend.acquire .. release).
         admin: its administrative state (haproxy SRV_ADMF_*): "MAINT" (maintenance: no

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import fields
-from typing import TYPE_CHECKING
 
 from splicer.admin import servers_state as st
 from splicer.admin.commands import Answer, Command, Level, effective_weight, help_text, parse
@@ -22,23 +21,21 @@ from splicer.admin.line import answer, split_commands
 from splicer.http.termination import Cause
 from splicer.runtime import status
 
-if TYPE_CHECKING:
-    from splicer.runtime.proxy import Proxy
 
 log = logging.getLogger("splicer")
 
 
-def server_names(proxy: "Proxy") -> dict[str, tuple[str, ...]]:
+def server_names(proxy) -> dict[str, tuple[str, ...]]:
     """{backend name: its server names}, for admin.commands.parse()."""
     return {name: tuple(s.model.name for s in be.servers) for name, be in proxy.backends.items()}
 
 
-def _server(proxy: "Proxy", cmd: Command):
+def _server(proxy, cmd: Command):
     be = proxy.backends[cmd.backend]
     return be, next(s for s in be.servers if s.model.name == cmd.server)
 
 
-def states_of(proxy: "Proxy", backend: str = "") -> list[st.ServerState]:
+def states_of(proxy, backend: str = "") -> list[st.ServerState]:
     """Every server's state (of `backend` only, when given) as `show servers state` prints it."""
     out = []
     now = proxy.loop.time()
@@ -75,7 +72,7 @@ def states_of(proxy: "Proxy", backend: str = "") -> list[st.ServerState]:
     return out
 
 
-def _session_lines(proxy: "Proxy") -> str:
+def _session_lines(proxy) -> str:
     """`show sess` on this worker: one line per stream in flight (an http session between
     two requests has none, as in haproxy); its age is its session's."""
     now = proxy.loop.time()
@@ -93,7 +90,7 @@ def _session_lines(proxy: "Proxy") -> str:
     return "".join(lines)
 
 
-def _clear_counters(proxy: "Proxy", every: bool) -> None:
+def _clear_counters(proxy, every: bool) -> None:
     """`clear counters`: the max values (haproxy's smax, qmax, rate_max...) of every
     frontend, backend and server start again from their current values; with `all`, every
     counter starts again from 0 too (haproxy cli_parse_clear_counters())."""
@@ -116,7 +113,7 @@ def _clear_counters(proxy: "Proxy", every: bool) -> None:
                 setattr(c, f.name, {} if isinstance(getattr(c, f.name), dict) else 0)
 
 
-def execute(proxy: "Proxy", cmd: Command) -> dict:
+def execute(proxy, cmd: Command) -> dict:
     """Run one parsed command on this worker.
 
     Args:
@@ -178,7 +175,7 @@ def execute(proxy: "Proxy", cmd: Command) -> dict:
     return {"text": ""}
 
 
-def run_line(proxy: "Proxy", line: str) -> str:
+def run_line(proxy, line: str) -> str:
     """Run every command of one CLI line on this worker alone, at admin level (control.py
     "command" op: Proxy.cluster_command() and the stats page's actions come this way);
     the answer of each as the socket would send it, merged answers over this worker only."""
@@ -201,7 +198,7 @@ def run_line(proxy: "Proxy", line: str) -> str:
     return "".join(out)
 
 
-def apply_changes(proxy: "Proxy", changes) -> None:
+def apply_changes(proxy, changes) -> None:
     """Replay the changes the master remembered (lists of words, oldest first) on this
     new worker; one that no longer applies (a server gone after a reload) is skipped."""
     names = server_names(proxy)
@@ -211,7 +208,7 @@ def apply_changes(proxy: "Proxy", changes) -> None:
             execute(proxy, got)
 
 
-def apply_server_states(proxy: "Proxy", states: list[st.ServerState], backends: set[str] | None) -> int:
+def apply_server_states(proxy, states: list[st.ServerState], backends: set[str] | None) -> int:
     """Apply saved states (a server-state-file) to the servers they name (haproxy
     srv_state_srv_update(), by backend and server name): maintenance and drain, weight
     (unless the configured weight changed since the file was saved), address and port,
@@ -259,7 +256,7 @@ def state_file_of(g, be) -> str | None:
     return name if name.startswith("/") or not g.server_state_base else os.path.join(g.server_state_base, name)
 
 
-def load_server_state_file(proxy: "Proxy") -> None:
+def load_server_state_file(proxy) -> None:
     """At start, apply the state files to the backends that load one (haproxy
     apply_server_state(); each file is read once). A missing or unreadable file is logged
     and changes nothing, as in haproxy."""

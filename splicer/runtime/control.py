@@ -13,38 +13,33 @@ An unknown op is answered `{"error": "unknown op 'x'"}`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
-if TYPE_CHECKING:
-    from splicer.runtime.proxy import Proxy
+from splicer.admin.commands import Answer, Level, parse
+from splicer.runtime.command import execute, run_line, server_names
 
 
-async def _stats(proxy: "Proxy", request: dict) -> dict:
+async def _stats(proxy, request: dict) -> dict:
     return {"stats": proxy.stats()}
 
 
-async def _soft_stop(proxy: "Proxy", request: dict) -> dict:
+async def _soft_stop(proxy, request: dict) -> dict:
     proxy.soft_stop()
     return {"stopping": True}
 
 
-async def _command(proxy: "Proxy", request: dict) -> dict:
-    from splicer.runtime.command import run_line
-
+async def _command(proxy, request: dict) -> dict:
     return {"text": run_line(proxy, str(request.get("line", "")))}
 
 
-async def _admin(proxy: "Proxy", request: dict) -> dict:
-    from splicer.admin.commands import Answer, Level, parse
-    from splicer.runtime.command import execute, server_names
-
+async def _admin(proxy, request: dict) -> dict:
     got = parse(tuple(request.get("words", ())), Level.ADMIN, server_names(proxy))
     if isinstance(got, Answer):
         return {"text": got.text}
     return execute(proxy, got)
 
 
-OPS: dict[str, Callable[["Proxy", dict], Awaitable[dict]]] = {
+OPS: dict[str, Callable[[object, dict], Awaitable[dict]]] = {
     "stats": _stats,
     "soft-stop": _soft_stop,
     "command": _command,
@@ -53,7 +48,7 @@ OPS: dict[str, Callable[["Proxy", dict], Awaitable[dict]]] = {
 """op name -> `async f(proxy, request) -> reply`."""
 
 
-async def handle(proxy: "Proxy", request: dict) -> dict:
+async def handle(proxy, request: dict) -> dict:
     """Answer one request of the master.
 
     Args:

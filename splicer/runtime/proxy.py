@@ -27,7 +27,7 @@ from splicer.admin.errors import CAPTURES, ErrorCapture, plain_reason
 from splicer.config.model import Backend as BackendModel, Config, Frontend
 from splicer.engine.binding import PipePool
 from splicer.engine.engine import Engine
-from splicer.health.probes import ServerHealth
+from splicer.runtime.probes import ServerHealth
 from splicer.runtime import command, control, io, status
 from splicer.runtime.backend import Backend
 from splicer.runtime.channel import Channel
@@ -35,7 +35,8 @@ from splicer.runtime.session import HttpSession
 from splicer.http.termination import Cause, Phase, Termination
 from splicer.runtime.auth import Authenticator, userlists_of
 from splicer.runtime.route import backend_names, route_of, switching_of
-from splicer.runtime.stream import record_termination, tunnel_termination
+from splicer.http.machine import tunnel_termination
+from splicer.runtime.accounting import record_termination
 from splicer.runtime.transfer import Mover
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable

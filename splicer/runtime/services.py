@@ -29,7 +29,7 @@ from splicer.report import html, prometheus
 from splicer.report.csv import render_csv
 from splicer.runtime import io
 from splicer.runtime.status import proxy_ids
-from splicer.runtime.stream import record_local
+from splicer.runtime.accounting import record_local
 from splicer.stats import merge_stats
 
 log = logging.getLogger("splicer")

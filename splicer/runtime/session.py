@@ -27,7 +27,6 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import TYPE_CHECKING
 
 from splicer.http import actions
 from splicer.http.errorpages import error_response
@@ -42,11 +41,10 @@ from splicer.http.termination import Cause, Phase, Termination
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io, services
 from splicer.runtime.route import Decision
-from splicer.runtime.stream import Stream, record_local, record_termination
+from splicer.runtime.accounting import record_local, record_termination
+from splicer.runtime.stream import Stream
 from splicer.runtime.transfer import Side
 
-if TYPE_CHECKING:
-    from splicer.runtime.proxy import FrontendRT
 
 log = logging.getLogger("splicer")
 
@@ -55,6 +53,10 @@ _REFUSED = Decision(actions.BAD_REQUEST, None, 0, 0)
 
 LINGER = 1.0
 """Seconds a closing client connection with unread bytes is drained before the close."""
+
+HANDED = "handed"
+"""What a session's task returns when it handed the connection to a Stream, which goes on
+with it (Stream.begin(); the stream's end calls stream_over())."""
 
 _SINK = bytearray(16384)
 """Where every tarpit hold drops what its client sends (one event loop per process)."""
@@ -74,7 +76,7 @@ class HttpSession:
                  "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
                  "log_peer", "t_local")
 
-    def __init__(self, fe: "FrontendRT", sock: socket.socket, peer) -> None:
+    def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
         self.be = fe.backend
         self.loop = fe.loop
@@ -191,9 +193,7 @@ class HttpSession:
                 self.spawn(self._answer_locally(req, head, _REFUSED))
                 return
             self.be.counters.req_tot += 1
-            stream = Stream(self, req, head)
-            if not stream.start_fast(c.more):
-                self.spawn(self._run_stream(stream))
+            Stream(self, req, head).begin(c.more)
             return
         if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
             if self._probe() and c.end is not JobEnd.CANCELLED:
@@ -218,7 +218,8 @@ class HttpSession:
             self.close()
 
     def spawn(self, work) -> None:
-        """Run the coroutine `work` (True: the session goes on) as the session's task."""
+        """Run the coroutine `work` (True: the session goes on; HANDED: a stream took it) as
+        the session's task."""
         task = self.loop.create_task(self._task(work))
         tasks = self.fe.proxy.tasks
         tasks.add(task)
@@ -228,6 +229,8 @@ class HttpSession:
         keep = False
         try:
             keep = await work
+            if keep is HANDED:
+                return  # a Stream goes on with the session (stream_over())
             if not keep and not self._reset and self._unread():
                 await self._drain()
         except asyncio.CancelledError:
@@ -240,21 +243,12 @@ class HttpSession:
             log.exception("session from %s failed", self.client_ip)
             self.abort_client(reset=True)
         finally:
-            if keep:
+            if keep is HANDED:
+                pass
+            elif keep:
                 self._wait_head(False)  # idle again: no task until the next head is in
             else:
                 self.close()
-
-    async def _run_stream(self, stream: Stream) -> bool:
-        try:
-            return await stream.run()
-        except asyncio.CancelledError:
-            # only a hard stop cancels a session's task (Proxy.serve(): SIGTERM, hard-stop-after):
-            # the stream is killed where it was (haproxy "K" + phase, e.g. "KD"), never "--"
-            stream.end(Cause.KILLED)
-            raise
-        finally:
-            stream.record()
 
     def close(self) -> None:
         """End the session: the engine lets go of the socket first (a head job is stopped),
@@ -432,7 +426,8 @@ class HttpSession:
         elif fe.strict_uri and ambiguity(req.target) is not None:
             return await self._answer_locally(req, head, _REFUSED)
         self.be.counters.req_tot += 1
-        return await self._run_stream(Stream(self, req, head))
+        Stream(self, req, head).begin()
+        return HANDED
 
     # -- per-request decisions: use_backend, http-request deny/return/redirect/allow -----
 
@@ -463,7 +458,8 @@ class HttpSession:
         if d.rule is not None or d.backend is None:
             return await self._answer_locally(req, raw, d)
         self.be.counters.req_tot += 1
-        return await self._run_stream(Stream(self, req, raw))
+        Stream(self, req, raw).begin()
+        return HANDED
 
     def _switch(self, req, raw: bytes, view: RequestView | None = None) -> tuple[Decision, object]:
         """Run the frontend's http-request rules, in order, on this request

@@ -23,6 +23,7 @@ from splicer.engine.engine import Engine, JobEnd, SpliceJob, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.http.chunked import MAX_LINE, ChunkedReader, Need
 from splicer.http.framing import FramingError
+from splicer.http.outcome import End, Result
 from splicer.runtime import io
 
 MIN_SPLICE_FORWARD = 4096
@@ -48,36 +49,6 @@ BUDGET = 8 * 1024 * 1024
 """Bytes one pump call may write before yielding to the event loop (fairness)."""
 COPY_BUF = 65536
 """User-space copy buffer, bytes."""
-
-
-class End(Enum):
-    """How a transfer ended."""
-
-    DONE = "done"                # every byte moved (or EOF reached for an until-EOF transfer)
-    SRC_EOF = "src-eof"          # the source closed before the announced length
-    SRC_ERROR = "src-error"      # reading the source failed (reset...)
-    DST_ERROR = "dst-error"      # writing the destination failed
-    SRC_TIMEOUT = "src-timeout"  # the source sent nothing within its timeout
-    DST_TIMEOUT = "dst-timeout"  # the destination took nothing within its timeout
-    BAD_FRAMING = "bad-framing"  # a chunked body was malformed
-
-
-@dataclass(slots=True)
-class Result:
-    """Outcome of a transfer: `moved` bytes written to the destination, of which `spliced`
-    went through a pipe and `copied` through user space."""
-
-    end: End
-    moved: int = 0
-    spliced: int = 0
-    copied: int = 0
-
-    def add(self, other: "Result") -> None:
-        """Add another part's byte counts to this one and take its end (chunked relays)."""
-        self.moved += other.moved
-        self.spliced += other.spliced
-        self.copied += other.copied
-        self.end = other.end
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,11 +46,11 @@ def stream(**kw):
     fe = NS(name="fe", proxy=NS(active=9), active=7, captures=((), ()))
     base = dict(
         s=session(),
-        fe=fe, be=be, server=srv, t_head=100.0125, _first=True, t_lease=100.0301, _last=NS(connect=0.004),
+        fe=fe, be=be, server=srv, t_head=100.0125, first=True, t_lease=100.0301, last_lease=NS(connect=0.004),
         t_resp=100.0502, term=NORMAL, req=NS(headers=[], method=b"GET", target=b"/1k.bin", version=b"1.1"),
         raw=b"GET /1k.bin HTTP/1.1\r\nHost: x\r\n\r\n", up=NS(moved=0, spliced=0, copied=0),
         down=NS(moved=1024, spliced=1024, copied=0), head_out=266, head_in=35, status=200, retries=0,
-        redispatched=False, _resp_raw=b"", tried=None)
+        redispatched=False, resp_raw=b"", tried=None)
     base.update(kw)
     return NS(**base)
 
@@ -63,7 +63,7 @@ def both(st, now=100.0703):
 
 CASES = {
     "normal": {},
-    "keep-alive follow-up": dict(_first=False, t_head=101.25),
+    "keep-alive follow-up": dict(first=False, t_head=101.25),
     "redispatched retry": dict(retries=2, redispatched=True),
     "server timeout": dict(term=Termination(Cause.SERVER_TIMEOUT, Phase.HEADERS), t_resp=0, status=504),
     "queue timeout, no server": dict(server=None, t_lease=0, term=Termination(Cause.SERVER_TIMEOUT, Phase.QUEUE),
@@ -94,9 +94,9 @@ def test_remembered_names_and_peer_give_the_same_lines():
     st = stream()
     first = httplog_line(st, lg, 100.0703)
     assert st.s.log_peer == "127.0.0.1:40001" and list(lg.names.values()) == ["fe farm/web2"]
-    again = stream(s=st.s, server=st.server, _first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
+    again = stream(s=st.s, server=st.server, first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
     assert httplog_line(again, lg, 101.3) == LogFormat(HTTPLOG).render(stream_record(again, logger(), 101.3))
-    other = stream(s=st.s, server=Server("web1", 0), _first=False, t_head=101.25)
+    other = stream(s=st.s, server=Server("web1", 0), first=False, t_head=101.25)
     line = httplog_line(other, lg, 101.3)
     assert " fe farm/web1 " in line and line == LogFormat(HTTPLOG).render(stream_record(other, logger(), 101.3))
     assert first != line
@@ -159,7 +159,7 @@ def test_the_date_is_remembered_by_the_start_on_the_loop_clock():
     lg = logger()
     a = httplog_line(stream(), lg, 100.0703)
     assert list(lg.dates) == [100.0] and a == LogFormat(HTTPLOG).render(stream_record(stream(), logger(), 100.0703))
-    later = stream(_first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
+    later = stream(first=False, t_head=101.25, t_lease=101.26, t_resp=101.27)
     b = httplog_line(later, lg, 101.3)
     assert sorted(lg.dates) == [100.0, 101.25]
     assert b == LogFormat(HTTPLOG).render(stream_record(later, logger(), 101.3))

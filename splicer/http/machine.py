@@ -1,0 +1,806 @@
+"""The stream machine: one request/response exchange, from a routed request to its end.
+
+Rule: everything that decides what a stream does next lives here: which server connection
+it asks for, what it sends, what a response head means (a 1xx to relay, a 101 to tunnel, a
+status to retry, a rule's answer, the final response and its framing), whether a failed
+attempt is made again (http/retry.py), how the stream ended (its Termination) and whether
+both connections go on. It takes events and returns jobs; nothing here does I/O, reads the
+clock or touches the engine. The driver (runtime/stream.py) is the only place that carries
+the jobs out (as engine jobs, or on the loop when the engine cannot take one) and feeds
+back what came of them.
+
+Theory of operation. h11's Connection is the model: one object, its states and the events
+each state takes written once, as a table (TRANSITIONS), and tested by feeding events, with
+no socket. haproxy's stream is the proxy-sized version: the same fixed sequence of steps
+for every request, whatever happened before. The states:
+
+  REQUEST    `option http-buffer-request`: the body is being buffered (Buffer job).
+  QUEUE      waiting for a server connection (Acquire job).
+  SEND       the request went (or goes) out; waiting for its response head. The body of a
+             request that did not come whole with its head moves meanwhile (its end is a
+             BODY event, which any later state takes too).
+  INTERIM    a 1xx head is being relayed to the client; then back to SEND.
+  DATA       the final response head and its body are going to the client (Respond job).
+  BODY_WAIT  the response is through while the request body still moves: an early 2xx
+             waits for it; any other answer gives it BODY_GRACE seconds, then ends it.
+  TUNNEL     a 101 was relayed: both directions are relayed until both sides closed.
+  ANSWER     splicer answers instead of the server (an error page, an http-response rule).
+  DONE       over: one Finish job said whether the client connection goes on.
+
+A fast path is a short walk through it: QUEUE (an idle connection at once) -> SEND (one
+engine job sends the head, copies a small body and reads the response head back) -> DATA
+(one engine job sends the head and body, then reads the client's next head) -> DONE.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+from splicer.health.observe import Event as Observed, status_event
+from splicer.http import actions
+from splicer.http.framing import BodyKind
+from splicer.http.h1 import (HeadError, forward_response_head, forwarded_response, head_complete, parse_response,
+                             response_fields)
+from splicer.http.logformat import Message
+from splicer.http.outcome import End, Result
+from splicer.http.response_actions import Verdict, evaluate, reframe
+from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
+from splicer.http.termination import NORMAL, Cause, Phase, Termination
+
+IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+"""Methods whose request may be sent again (RFC 9110 section 9.2.2)."""
+
+BODY_GRACE = 0.25
+"""Seconds a relayed response waits for its request body's transfer to report its end."""
+
+NO_BODY = Result(End.DONE)
+"""A stream's transfer before (or without) a body; shared, never changed."""
+
+SERVER_END = {End.SRC_EOF: Cause.SERVER_ABORT, End.SRC_ERROR: Cause.SERVER_ABORT,
+              End.SRC_TIMEOUT: Cause.SERVER_TIMEOUT, End.BAD_FRAMING: Cause.PROXY,
+              End.DST_ERROR: Cause.CLIENT_ABORT, End.DST_TIMEOUT: Cause.CLIENT_TIMEOUT}
+"""Who ended a response body (moved server -> client), by the transfer's end."""
+
+CLIENT_END = {End.SRC_EOF: Cause.CLIENT_ABORT, End.SRC_ERROR: Cause.CLIENT_ABORT,
+              End.SRC_TIMEOUT: Cause.CLIENT_TIMEOUT, End.BAD_FRAMING: Cause.CLIENT_ABORT,
+              End.DST_ERROR: Cause.SERVER_ABORT, End.DST_TIMEOUT: Cause.SERVER_TIMEOUT}
+"""Who ended a request body (moved client -> server). A client whose chunked framing broke
+has aborted its own message, as haproxy counts it."""
+
+
+class State(Enum):
+    """Where a stream is (see the module's theory of operation)."""
+
+    REQUEST = "request"
+    QUEUE = "queue"
+    SEND = "send"
+    INTERIM = "interim"
+    DATA = "data"
+    BODY_WAIT = "body-wait"
+    TUNNEL = "tunnel"
+    ANSWER = "answer"
+    DONE = "done"
+
+
+class Ev(Enum):
+    """What the driver reports (each a method of StreamMachine of the same name)."""
+
+    BUFFERED = "buffered"        # the buffered request body (or None: the client failed)
+    LEASED = "leased"            # a server connection was lent (Acquire)
+    NO_SERVER = "no_server"      # none: queue timeout, no server up, connects failed
+    SEND_FAILED = "send_failed"  # the request head could not be sent
+    HEAD = "head"                # a response head (or why none came)
+    BODY = "body"                # the request body's transfer ended
+    INTERIM_SENT = "interim_sent"
+    SENT = "sent"                # the final response head and body went out (or not)
+    TUNNEL_END = "tunnel_end"
+    REPLIED = "replied"          # splicer's own answer went out
+    TIMER = "timer"              # a Wait job's delay is over
+    KILLED = "killed"            # a hard stop, or a bug caught by the driver
+
+
+# -- jobs: what the driver carries out -------------------------------------------------------
+
+class Buffer(NamedTuple):
+    """Read `want` bytes of request body within `timeout http-request` (first answering a
+    100-continue when `cont`); report them with buffered()."""
+    want: int
+    cont: bool
+
+
+class Acquire(NamedTuple):
+    """Get a server connection from the backend (Backend.acquire's arguments); report it
+    with leased() or no_server()."""
+    avoid: frozenset
+    only: int | None
+    allow_reuse: bool
+    left: int
+
+
+class Send(NamedTuple):
+    """Send the request `head` on the lent connection, then read the response head. `whole`:
+    bytes of body that came with the request head, copied behind it by the same job;
+    `stream`: the body moves separately (its end reported with body())."""
+    head: bytes
+    whole: int
+    stream: bool
+
+
+class ReadHead(NamedTuple):
+    """Read the next response head (after a 1xx)."""
+
+
+class Interim(NamedTuple):
+    """Relay the 1xx head `data` to the client; report with interim_sent()."""
+    data: bytes
+
+
+class Respond(NamedTuple):
+    """Send the final response head `head`, then its body server -> client (`count` bytes,
+    None: until the server's end; chunked: verbatim chunks, dechunked for an HTTP/1.0
+    client when `dechunk`), spliced when `splice`; `then_head`: the client connection goes on,
+    so the same job may read its next request head. Report with sent()."""
+    head: bytes
+    count: int | None
+    chunked: bool
+    splice: bool
+    dechunk: bool
+    then_head: bool
+
+
+class Tunnel(NamedTuple):
+    """Send the 101 head `head`, then relay both directions until both ended."""
+    head: bytes
+
+
+class Reply(NamedTuple):
+    """Send splicer's own answer: `data` as it is, or (data None) the error page of `status`
+    followed by a close in stages. Report with replied()."""
+    data: bytes | None
+    status: int
+
+
+class Release(NamedTuple):
+    """Give the lent connection back: to the idle pool when `reusable`, else closed."""
+    reusable: bool
+
+
+class Observe(NamedTuple):
+    """Report what the response showed to the server's health (`observe layer7`)."""
+    event: Observed
+
+
+class Abort(NamedTuple):
+    """End the client connection now: a FIN, or a reset when `reset`."""
+    reset: bool
+
+
+class ShutServer(NamedTuple):
+    """Shut the server connection down both ways (a failed request body: the response head
+    wait ends too)."""
+
+
+class EndBody(NamedTuple):
+    """Stop the request body's transfer if it still runs."""
+
+
+class Wait(NamedTuple):
+    """Report timer() after `seconds`."""
+    seconds: float
+
+
+class Warn(NamedTuple):
+    """Log `text` as a warning."""
+    text: str
+
+
+class Finish(NamedTuple):
+    """The stream is over: count and log it, then the session goes on when `keep`."""
+    keep: bool
+
+
+# -- the table ------------------------------------------------------------------------------
+
+S = State
+TRANSITIONS: dict[tuple[State, Ev], tuple[str, frozenset]] = {
+    (S.REQUEST, Ev.BUFFERED): ("_on_buffered", frozenset({S.QUEUE, S.ANSWER, S.DONE})),
+    (S.QUEUE, Ev.LEASED): ("_on_leased", frozenset({S.SEND, S.DONE})),
+    (S.QUEUE, Ev.NO_SERVER): ("_on_no_server", frozenset({S.ANSWER})),
+    (S.QUEUE, Ev.BODY): ("_on_body", frozenset({S.QUEUE})),
+    (S.SEND, Ev.SEND_FAILED): ("_on_send_failed", frozenset({S.QUEUE, S.ANSWER, S.DONE})),
+    (S.SEND, Ev.HEAD): ("_on_head", frozenset({S.SEND, S.INTERIM, S.DATA, S.TUNNEL, S.ANSWER, S.QUEUE,
+                                               S.DONE})),
+    (S.SEND, Ev.BODY): ("_on_body", frozenset({S.SEND})),
+    (S.INTERIM, Ev.INTERIM_SENT): ("_on_interim_sent", frozenset({S.SEND, S.DONE})),
+    (S.INTERIM, Ev.BODY): ("_on_body", frozenset({S.INTERIM})),
+    (S.DATA, Ev.SENT): ("_on_sent", frozenset({S.BODY_WAIT, S.DONE})),
+    (S.DATA, Ev.BODY): ("_on_body", frozenset({S.DATA})),
+    (S.BODY_WAIT, Ev.BODY): ("_on_body_waited", frozenset({S.DONE})),
+    (S.BODY_WAIT, Ev.TIMER): ("_on_grace_over", frozenset({S.DONE})),
+    (S.TUNNEL, Ev.TUNNEL_END): ("_on_tunnel_end", frozenset({S.DONE})),
+    (S.ANSWER, Ev.REPLIED): ("_on_replied", frozenset({S.DONE})),
+    (S.ANSWER, Ev.BODY): ("_on_body", frozenset({S.ANSWER})),
+    (S.DONE, Ev.BODY): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.TIMER): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.KILLED): ("_ignore", frozenset({S.DONE})),
+}
+"""(state, event) -> (handler, the states it may lead to). An event not listed for a state
+is a bug of the driver (StreamMachineError). KILLED is taken in every state but DONE."""
+for _s in State:
+    if _s is not State.DONE:
+        TRANSITIONS[(_s, Ev.KILLED)] = ("_on_killed", frozenset({S.DONE}))
+del _s
+
+
+class StreamMachineError(Exception):
+    """An event the machine's state does not take (a bug of its driver)."""
+
+
+class StreamMachine:
+    """One request/response exchange as a pure state machine.
+
+    Args:
+        req: the parsed request head (http/h1.py RequestHead), its framing as forwarded.
+        route: the chosen backend's runtime Route (read: policy-free settings only:
+            bufsize, splice_request/splice_response (SplicePolicy), response_rules,
+            response_sets, errorpages, http_buffer_request, abortonclose).
+        policy: the backend's http/retry.py RetryPolicy.
+        be_counters, be_name: the backend's counters (wretr, wredis, reused) and name.
+        first: the request is its session's first (http-reuse).
+
+    Attributes (read by the access log and the counters when the stream is over):
+        state: the State.
+        phase: the termination Phase the stream is in.
+        term: how it ended (NORMAL until something else happens).
+        status: the final status sent to the client (0: none).
+        retries, redispatched, server, tried: haproxy's %rc, "+", %s.
+        head_in, head_out: bytes of heads (and buffered body) read from / sent to the client.
+        up, down: the request and response bodies' transfer Results.
+        interim: 1xx statuses relayed to the client.
+        lease: the server connection lent to the attempt under way (None between).
+    """
+
+    stopping = False
+    """The worker soft-stops: its responses close (the driver reads it from its proxy)."""
+
+    def __init__(self, req, raw: bytes, route, policy, be_counters, be_name: str, first: bool) -> None:
+        self.state = State.QUEUE
+        self.req, self.raw = req, raw
+        self.route = route
+        self.policy = policy
+        self.bec = be_counters
+        self.be_name = be_name
+        self.first = first
+        self.phase = Phase.QUEUE
+        self.term = NORMAL
+        self.status = 0
+        self.retries = 0
+        self.redispatched = False
+        self.server = None
+        self.tried = None
+        self.head_in = len(raw)
+        self.head_out = 0
+        self.up = NO_BODY
+        self.down = NO_BODY
+        self.interim: list[int] = []
+        self.lease = None
+        self.answer = None         # the http-response rule that answered instead of the server
+        self.handed = None         # (status, head bytes) of a response head handed to a Respond job
+        self.t_resp = 0.0
+        self.out_head = b""        # the forwarded request head (prepared())
+        self.replayable = False
+        self.allow_reuse = False
+        self.whole = 0             # body bytes that came whole with the head (sent with it)
+        self.body = 0              # request body transfer: 0 none, 1 running, 2 ended
+        self.left = policy.retries
+        self.avoid: set[int] = set()
+        self.only = None
+        self.failed = None         # the server whose failed attempt made this one a retry
+        self.answered = False      # a byte of a response (a 1xx) went to the client
+        self.resp = None           # the final response being relayed (DATA)
+        self.keep = False          # the client connection goes on (DATA, ANSWER)
+        self.reusable = False      # the server connection may be reused (DATA)
+        self.server_status = 0
+        self.grace = False         # BODY_WAIT: a grace wait (not an early 2xx's)
+        self.info = None           # logformat.StreamInfo for rule formats (None: no rule reads it)
+        self.view = None           # the request's sample.RequestView (None: none was built)
+        self.early = None          # the body bytes `option http-buffer-request` read (REQUEST)
+        self.reply_status = 0      # the status of a rule's answer under way (ANSWER)
+        self.resp_raw = b""        # the final response head as the server sent it
+        self.good = False          # the response went through whole (DATA, BODY_WAIT)
+        self.interim_status = 0    # the 1xx status being relayed (INTERIM)
+
+    # -- feeding ------------------------------------------------------------------------
+
+    def feed(self, ev: Ev, *args) -> list:
+        """Take event `ev` (its arguments as the method of the same name) and return the jobs
+        to carry out, in order.
+
+        Raises:
+            StreamMachineError: `ev` is not an event of the current state.
+        """
+        try:
+            name, targets = TRANSITIONS[(self.state, ev)]
+        except KeyError:
+            raise StreamMachineError(f"stream in state {self.state.value} got {ev.value}") from None
+        jobs = getattr(self, name)(*args)
+        if self.state not in targets:
+            raise StreamMachineError(f"{name} led from {ev.value} to {self.state.value}")
+        return jobs
+
+    # the events, by name (feed() is the one way in; these read better at the call site)
+    def buffered(self, early, failure=None): return self.feed(Ev.BUFFERED, early, failure)
+    def leased(self, lease, client_gone=False): return self.feed(Ev.LEASED, lease, client_gone)
+    def no_server(self, termination: str, retries: int, server): return self.feed(Ev.NO_SERVER, termination, retries, server)
+    def send_failed(self): return self.feed(Ev.SEND_FAILED)
+    def head(self, raw, index=None, failure=None, now=0.0): return self.feed(Ev.HEAD, raw, index, failure, now)
+    def body_ended(self, r: Result): return self.feed(Ev.BODY, r)
+    def interim_sent(self, n: int, status: int): return self.feed(Ev.INTERIM_SENT, n, status)
+    def sent(self, ok: bool, r: Result | None): return self.feed(Ev.SENT, ok, r)
+    def tunnel_ended(self, sent: int, up, down): return self.feed(Ev.TUNNEL_END, sent, up, down)
+    def replied(self, n: int): return self.feed(Ev.REPLIED, n)
+    def timer(self): return self.feed(Ev.TIMER)
+    def killed(self, cause: Cause = Cause.KILLED): return self.feed(Ev.KILLED, cause)
+
+    # -- outcome -------------------------------------------------------------------------
+
+    def end(self, cause: Cause, phase: Phase | None = None) -> None:
+        """Record how the stream ended (the first end recorded wins)."""
+        if self.term is NORMAL:
+            self.term = Termination(cause, self.phase if phase is None else phase)
+
+    # -- the start -----------------------------------------------------------------------
+
+    def start(self, whole: int = 0) -> list:
+        """The first jobs of a routed request. `whole`: bytes the client socket held behind
+        the head when it was read (Completion.more): a Content-Length body of at most that
+        many bytes (and at most tune.bufsize, with no 100-continue) is sent with its head.
+
+        Returns:
+            [Buffer] (`option http-buffer-request` with a body) or the jobs of prepared().
+        """
+        req, route = self.req, self.route
+        fr = req.framing
+        if fr.kind is BodyKind.LENGTH and route.http_buffer_request:
+            self.state = State.REQUEST
+            self.phase = Phase.REQUEST
+            return [Buffer(min(fr.length, route.bufsize), req.expect_continue and req.version == b"1.1")]
+        if (fr.kind is BodyKind.LENGTH and 0 < fr.length <= whole and fr.length <= route.bufsize
+                and not req.expect_continue):
+            self.whole = fr.length
+        return self.prepared()
+
+    def _on_buffered(self, early: bytes | None, failure: str | None) -> list:
+        if failure == "timeout":  # the body did not come within timeout http-request
+            self.end(Cause.CLIENT_TIMEOUT)
+            return self._error_page(408)
+        if failure is not None:  # the client closed or failed before sending its body
+            self.end(Cause.CLIENT_ABORT)
+            return self._finish(False)
+        self.phase = Phase.QUEUE
+        self.state = State.QUEUE
+        self.head_in += len(early)
+        self.early = early
+        req = self.req
+        if req.expect_continue and req.version == b"1.1":
+            # splicer answered the 100-continue itself: the expectation is met and is not
+            # forwarded, so the client never gets a second 100 (haproxy does the same)
+            req.headers = [(n, v) for n, v in req.headers if n.lower() != b"expect"]
+        return self.prepared()
+
+    def prepared(self) -> list:
+        """Hook: build the forwarded request head into out_head (with the buffered body
+        `early`, its framing then what is left of the body), decide_reuse(), and return
+        attempt(). The driver overrides it (it knows the session's addresses and the
+        backend's persistence); this one forwards the head as it came."""
+        self.out_head = self.raw + (self.early or b"")
+        self.decide_reuse()
+        return self.attempt()
+
+    def decide_reuse(self) -> None:
+        """What the prepared request allows: an idle connection (any request but an upgrade,
+        as haproxy's http-reuse: the strategy decides, not the method; a request that cannot be
+        sent again and is dropped on a reused connection gets a 502, never a replay), and a
+        replay (an idempotent request held whole: RFC 9110 section 9.2.2)."""
+        req = self.req
+        fr = req.framing
+        self.allow_reuse = req.upgrade is None
+        self.replayable = (req.method in IDEMPOTENT and req.upgrade is None
+                           and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
+
+    def attempt(self) -> list:
+        """Ask for a server connection for the next attempt."""
+        self.state = State.QUEUE
+        self.phase = Phase.QUEUE
+        return [Acquire(frozenset(self.avoid), self.only, self.allow_reuse, self.left)]
+
+    # -- QUEUE ---------------------------------------------------------------------------
+
+    def _on_leased(self, lease, client_gone: bool) -> list:
+        self.lease = lease
+        self.retries += lease.failures
+        self.server = lease.server
+        self.left -= lease.failures
+        self.redispatched = lease.redispatched
+        bec = self.bec
+        if lease.reused:
+            bec.reused += 1
+            lease.server.counters.reused += 1
+        lease.server.counters.req_tot += 1
+        failed, self.failed = self.failed, None
+        if failed is not None and lease.server is not failed:
+            bec.wredis += 1
+            failed.counters.wredis += 1
+            self.redispatched = True
+        self.phase = Phase.CONNECT
+        if client_gone:  # option abortonclose: nothing was sent, the connection is clean
+            self.end(Cause.CLIENT_ABORT)
+            return self._finish(False, True)
+        self.phase = Phase.HEADERS
+        self.state = State.SEND
+        fr = self.req.framing
+        stream = fr.kind is not BodyKind.NONE and not self.whole and not (fr.kind is BodyKind.LENGTH
+                                                                          and fr.length == 0)
+        if stream:
+            self.body = 1
+        return [Send(self.out_head, self.whole, stream)]
+
+    def _on_no_server(self, termination: str, retries: int, server) -> list:
+        self.retries += retries
+        self.tried = server
+        self.end(*Termination.parse(termination))
+        return self._error_page(503)
+
+    # -- SEND ----------------------------------------------------------------------------
+
+    def _on_send_failed(self) -> list:
+        if self.lease.reused:
+            return self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
+        return self._fail(None, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
+
+    def _on_body(self, r: Result) -> list:
+        """The request body's transfer ended (in any state until DONE)."""
+        self.body = 2
+        self.up = r
+        if r.end is End.DONE:
+            return []
+        self.end(CLIENT_END[r.end], Phase.DATA)
+        # the server connection is shut down, so that whatever waits on it ends too
+        return [ShutServer()] if self.lease is not None else []
+
+    def _on_head(self, raw, index, failure, now: float) -> list:
+        lease, req = self.lease, self.req
+        H = Phase.HEADERS
+        if failure == "timeout":  # nothing was sent to the client yet, even after a partial head
+            return [Observe(Observed.HTTP_READ_TIMEOUT)] + self._fail(
+                RetryEvent.RESPONSE_TIMEOUT, Termination(Cause.SERVER_TIMEOUT, H), 504)
+        if failure == "too-large":
+            return [Observe(Observed.HTTP_HDRRSP)] + self._fail(
+                RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), 502)
+        if raw is None or not head_complete(raw):
+            jobs = []
+            body_failed = self.body == 2 and self.up.end is not End.DONE
+            # observe layer7: a close or read error on a reused connection is the keep-alive
+            # race, not the server's fault (haproxy skips SF_SRV_REUSED); nor is one that
+            # followed a failed request body, or splicer's own shutdown
+            if raw:
+                jobs.append(Observe(Observed.HTTP_HDRRSP))
+            elif not (lease.reused or body_failed or lease.killed):
+                jobs.append(Observe(Observed.HTTP_BROKEN_PIPE if raw is not None else Observed.HTTP_READ_ERROR))
+            if not raw and lease.reused and self.body == 0:
+                return jobs + self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
+            if body_failed:
+                # the request body failed first (and shut the server side down); its
+                # termination is recorded already
+                end = self.up.end
+                status = 408 if end is End.SRC_TIMEOUT else 400 if end is End.BAD_FRAMING else 0
+                return jobs + self._fail(None, self.term, status)
+            return jobs + self._fail(RetryEvent.JUNK_RESPONSE if raw else RetryEvent.EMPTY_RESPONSE,
+                                     Termination(Cause.SERVER_ABORT, H), 502)
+        try:
+            resp = parse_response(raw, req.method, req.upgrade is not None, index)
+        except HeadError as exc:
+            return [Observe(Observed.HTTP_HDRRSP)] + self._fail(
+                RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), exc.status)
+        jobs = [Observe(status_event(resp.status))]
+        if resp.status < 200 and resp.status != 101:
+            if req.version == b"1.0":
+                return jobs + [ReadHead()]  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
+            self.answered = True
+            self.state = State.INTERIM
+            self.interim_status = resp.status
+            return jobs + [Interim(forward_response_head(resp, req.version, True))]
+        self.resp_raw = raw
+        self.t_resp = now
+        policy = self.policy
+        if resp.status in policy.retry_on and decide(policy, RetryEvent.STATUS, self.left, status=resp.status,
+                                                     replayable=self.replayable, answered=self.answered).again:
+            return jobs + self._fail(RetryEvent.STATUS, NORMAL, 0, resp.status)  # dropped with its connection
+        if resp.status == 101:
+            return jobs + self._switch_protocols(resp)
+        return jobs + self._final(resp)
+
+    def _on_interim_sent(self, n: int, status: int) -> list:
+        if not n:
+            return self._fail(None, Termination(Cause.CLIENT_ABORT, Phase.HEADERS), 0)
+        self.head_out += n
+        self.interim.append(status)
+        self.state = State.SEND
+        return [ReadHead()]
+
+    def _fail(self, event: RetryEvent | None, term: Termination, status: int = 0, response: int = 0) -> list:
+        """The attempt failed before any response byte reached the client: retry it, or
+        answer `status` (0: just close) and end with `term`."""
+        verdict = self._verdict(event, response)
+        jobs: list = [Release(False)]
+        self.lease = None
+        lease_server = self.server
+        if verdict.again and event is not RetryEvent.IDLE_CLOSED:
+            jobs.append(Warn(f"backend {self.be_name} server {lease_server.model.name}: "
+                             + (f"status {response}" if event is RetryEvent.STATUS else event.value)
+                             + ", retrying"))
+        if not verdict.again:
+            self.end(term.cause, term.phase)
+            if status:
+                return jobs + self._error_page(status)
+            return jobs + self._finish(False)
+        self.allow_reuse = self.allow_reuse and not verdict.fresh
+        if verdict.counted:
+            self.left -= 1
+            self.retries += 1
+            self.bec.wretr += 1
+            lease_server.counters.wretr += 1
+            self.failed = lease_server
+        self.only = lease_server.index if verdict.same_server else None
+        if verdict.elsewhere:
+            self.avoid.add(lease_server.index)
+        return jobs + self.attempt()
+
+    def _verdict(self, event: RetryEvent | None, response: int) -> Retry:
+        if event is None:
+            return GIVE_UP
+        return decide(self.policy, event, self.left, status=response, replayable=self.replayable,
+                      answered=self.answered)
+
+    # -- the final response ----------------------------------------------------------------
+
+    def persist_fields(self, resp):
+        """Hook: the response's fields with the persistence cookie set or changed
+        (http/persist.py), or None when it changes nothing (the driver knows the backend)."""
+        return None
+
+    def _switch_protocols(self, resp) -> list:
+        """101 to an Upgrade request: relay the 101, then tunnel both ways until both sides
+        closed (haproxy's tunnel mode). Only now, once the server agreed, does the connection
+        stop being HTTP."""
+        req = self.req
+        if self.body == 1:
+            self.end(Cause.PROXY)
+            return self._finish(False, False)  # a body still being sent cannot turn into tunnel bytes
+        head = forward_response_head(resp, req.version, True, self.route.response_rules, self.info, req, self.view)
+        self.phase = Phase.DATA
+        self.state = State.TUNNEL
+        return [Tunnel(head)]
+
+    def _on_tunnel_end(self, sent: int, up, down) -> list:
+        if not sent:
+            self.end(Cause.CLIENT_ABORT)
+            return self._finish(False, False)
+        self.head_out += sent
+        self.status = 101
+        self.up, self.down = up, down
+        t = tunnel_termination(up, down)
+        if not t.normal:
+            self.end(t.cause, t.phase)
+        return self._finish(False, False)
+
+    def response_verdict(self, resp) -> tuple:
+        """Run the route's http-response rules on the final response `resp`
+        (http/response_actions.py evaluate(), then reframe()).
+
+        Returns:
+            (verdict, the response to forward: `resp` itself when a rule answers, else a copy
+            with the verdict's status, reason, fields and framing; drop: the server's body must
+            not be forwarded and its connection not reused).
+        """
+        req = self.req
+        fields = response_fields(resp, req.version)
+        v = evaluate(self.route.response_sets, resp.status, resp.reason, fields, self.info, req.method,
+                     req.target, req.headers, self.view)
+        if v.rule is not None:
+            return v, resp, True
+        framing, fields, drop = reframe(req.method, resp.framing, resp.status, v.status, v.fields)
+        out = resp.copy()
+        out.status, out.reason, out.headers, out.framing = v.status, v.reason, fields, framing
+        return Verdict(None, v.status, v.reason, fields), out, drop
+
+    def _final(self, resp) -> list:
+        req, route = self.req, self.route
+        self.server_status = resp.status
+        edited = False
+        fields = self.persist_fields(resp)
+        if fields is not None:
+            resp = resp.copy()
+            resp.headers = fields
+            edited = True
+        ruled = None
+        drop = False
+        srv_fr = resp.framing
+        if route.response_rules:
+            # the http-response rules decide before any byte of the response moves
+            ruled, resp, drop = self.response_verdict(resp)
+            if ruled.rule is not None:
+                return self._answer_response(ruled, resp)
+        self.phase = Phase.DATA
+        fr = resp.framing
+        dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
+        # a body dropped unread (a status set to 204/304) leaves the server connection unusable
+        self.reusable = resp.keep_alive and srv_fr.kind is not BodyKind.CLOSE and not drop
+        keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk and not self.stopping
+        if self.body == 1 and not 200 <= resp.status < 300:
+            # an error (or redirect) before the request body was all sent: the client
+            # connection ends after this response, and the response says so (RFC 9112
+            # section 9.6); the session then closes in stages, never with a reset under it
+            keep = False
+        self.keep = keep
+        if ruled is not None:
+            head = forward_response_head(resp, req.version, keep, fields=ruled.fields)
+        elif not edited:
+            head = forwarded_response(self.resp_raw, resp, req, keep)
+        else:
+            head = forward_response_head(resp, req.version, keep)
+        self.resp = resp
+        self.handed = (resp.status, len(head))
+        self.state = State.DATA
+        policy = route.splice_response
+        if fr.kind is BodyKind.LENGTH:
+            count, chunked, splice = fr.length, False, policy.wants(fr.length)
+        elif fr.kind is BodyKind.CHUNKED:
+            count, chunked, splice = None, True, policy.wants(None)
+        elif fr.kind is BodyKind.CLOSE:
+            count, chunked, splice = None, False, policy.wants(None)
+        else:
+            count, chunked, splice = 0, False, False
+        return [Respond(head, count, chunked, splice, dechunk, keep and self.body != 1)]
+
+    def _on_sent(self, ok: bool, r: Result | None) -> list:
+        resp = self.resp
+        if not ok:
+            self.end(Cause.CLIENT_ABORT)
+            return self._finish(False, False)
+        self.head_out += self.handed[1]
+        self.status = resp.status
+        self.down = r
+        jobs = []
+        good = r.end is End.DONE
+        if not good:
+            if r.end is End.BAD_FRAMING:
+                jobs.append(Observe(Observed.HTTP_RSP))
+            self.end(SERVER_END[r.end])
+            # abort: the client must see the body end short of what was announced. With a
+            # length or chunked framing a FIN shows it and keeps the bytes already sent; a
+            # close-delimited (or de-chunked) body has no framing to fall short of, so a
+            # failed server side is passed on as a reset.
+            fr = resp.framing
+            dechunk = fr.kind is BodyKind.CHUNKED and self.req.version == b"1.0"
+            jobs.append(Abort((fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR))
+        self.good = good
+        if self.body == 1:
+            self.state = State.BODY_WAIT
+            if good and 200 <= self.server_status < 300:
+                # An early 2xx (RFC 9112 section 9.3 lets a server answer before it has the
+                # whole request): the rest of the body is still forwarded, within its own
+                # idle timeouts, and both connections may be kept once it is through.
+                self.grace = False
+                return jobs
+            # An engine job may have moved the whole body and not be reaped yet (the server
+            # can answer between the last splice and the completion): give the completion a
+            # moment before concluding that the server answered early.
+            self.grace = True
+            return jobs + [Wait(BODY_GRACE)]
+        if self.body == 2 and self.up.end is not End.DONE:
+            good = False
+        return jobs + self._finish(good and self.keep, good and self.reusable)
+
+    def _on_body_waited(self, r: Result) -> list:
+        jobs = self._on_body(r)
+        good = self.good and r.end is End.DONE
+        return jobs + self._finish(good and self.keep, good and self.reusable)
+
+    def _on_grace_over(self) -> list:
+        # the server answered before taking the whole body: neither side can go on
+        return self._finish(False, False)
+
+    # -- splicer's own answers ---------------------------------------------------------------
+
+    def _answer_response(self, v: Verdict, resp) -> list:
+        """Answer with the http-response rule v.rule (deny, return, redirect) instead of the
+        server's response `resp`, none of which reaches the client (haproxy 4.4 "deny",
+        "return", "redirect"); termination "PH" for a deny (counted in dresp), "LH"
+        otherwise. The server connection is reused only when `resp` has no body and allows
+        it; the client connection stays open when the request was whole and allows it."""
+        req = self.req
+        rule = v.rule
+        if self.term is NORMAL:  # (a request body that failed first keeps its own termination)
+            self.answer = rule
+            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, Phase.HEADERS)
+        whole = self.body == 0 or (self.body == 2 and self.up.end is End.DONE)
+        fr = resp.framing
+        reusable = (whole and resp.keep_alive
+                    and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
+        keep = req.keep_alive and whole and not self.stopping
+        store = self.view.vars if self.view is not None else None
+        data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers, store),
+                                   v.fields, req.version, keep, self.route.errorpages, req.method)
+        self.keep = keep
+        self.lease = None
+        self.state = State.ANSWER
+        self.reply_status = int(data[9:12])
+        jobs = [Release(reusable)]
+        if self.body == 1:
+            jobs.append(EndBody())  # a request body still under way goes no further
+        return jobs + [Reply(data, self.reply_status)]
+
+    def _error_page(self, status: int) -> list:
+        """Answer the error page `status`; the session then closes (in stages)."""
+        self.status = status
+        self.keep = False
+        self.state = State.ANSWER
+        jobs = [EndBody()] if self.body == 1 else []
+        return jobs + [Reply(None, status)]
+
+    def _on_replied(self, n: int) -> list:
+        if not n:  # the client was gone
+            return self._finish(False)
+        self.head_out += n
+        if self.reply_status:  # a rule's answer (an error page's status was set before it went)
+            self.status = self.reply_status
+        return self._finish(self.keep)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def _on_killed(self, cause: Cause) -> list:
+        self.end(cause)
+        jobs: list = []
+        if self.lease is not None:
+            jobs.append(Release(False))
+            self.lease = None
+        if self.body == 1:
+            jobs.append(EndBody())
+        self.state = State.DONE
+        # whatever was under way must not look complete to the client
+        return jobs + [Abort(True), Finish(False)]
+
+    def _ignore(self, *args) -> list:
+        return []
+
+    def _finish(self, keep: bool, reusable: bool | None = None) -> list:
+        """The stream is over: give the connection back (when one is lent; `reusable`), stop a
+        request body still moving, and let the session go on when `keep`."""
+        jobs: list = []
+        if self.lease is not None:
+            jobs.append(Release(bool(reusable)))
+            self.lease = None
+        if self.body == 1:
+            jobs.append(EndBody())
+        self.state = State.DONE
+        jobs.append(Finish(keep))
+        return jobs
+
+
+def tunnel_termination(up: Result, down: Result) -> Termination:
+    """The termination state of a tunnel (tcp mode, or after a 101) from the results of its
+    two directions: a timeout or an error of either side ends it in the data phase ("cD",
+    "sD", "CD", "SD"); both sides closing is a normal end."""
+    for r, who in ((up, CLIENT_END), (down, SERVER_END)):
+        if r.end in _TUNNEL_FAILURES:
+            return Termination(who[r.end], Phase.DATA)
+    return NORMAL
+
+
+_TUNNEL_FAILURES = frozenset({End.SRC_TIMEOUT, End.SRC_ERROR, End.DST_TIMEOUT, End.DST_ERROR})
+
+
+def whole_body(n: int) -> Result:
+    """The Result of a request body of `n` bytes copied whole behind its head."""
+    return Result(End.DONE, n, 0, n)
