@@ -33,7 +33,6 @@ engine job sends the head, copies a small body and reads the response head back)
 """
 from __future__ import annotations
 
-from enum import Enum
 from typing import NamedTuple
 
 from splicer.health.observe import Event as Observed, status_event
@@ -68,35 +67,42 @@ CLIENT_END = {End.SRC_EOF: Cause.CLIENT_ABORT, End.SRC_ERROR: Cause.CLIENT_ABORT
 has aborted its own message, as haproxy counts it."""
 
 
-class State(Enum):
-    """Where a stream is (see the module's theory of operation)."""
+class State:
+    """Where a stream is (see the module's theory of operation). Plain int constants, not an
+    Enum: the machine reads them at every step, and an Enum member's lookup costs about
+    0.1 us in CPython 3.11, a plain class attribute's a third of that."""
 
-    REQUEST = "request"
-    QUEUE = "queue"
-    SEND = "send"
-    INTERIM = "interim"
-    DATA = "data"
-    BODY_WAIT = "body-wait"
-    TUNNEL = "tunnel"
-    ANSWER = "answer"
-    DONE = "done"
+    REQUEST, QUEUE, SEND, INTERIM, DATA, BODY_WAIT, TUNNEL, ANSWER, DONE = range(9)
 
 
-class Ev(Enum):
-    """What the driver reports (each a method of StreamMachine of the same name)."""
+class Ev:
+    """What the driver reports to feed(); each also has a method of StreamMachine, named in
+    the comment. (Plain int constants, as State.)"""
 
-    BUFFERED = "buffered"        # the buffered request body (or None: the client failed)
-    LEASED = "leased"            # a server connection was lent (Acquire)
-    NO_SERVER = "no_server"      # none: queue timeout, no server up, connects failed
-    SEND_FAILED = "send_failed"  # the request head could not be sent
-    HEAD = "head"                # a response head (or why none came)
-    BODY = "body"                # the request body's transfer ended
-    INTERIM_SENT = "interim_sent"
-    SENT = "sent"                # the final response head and body went out (or not)
-    TUNNEL_END = "tunnel_end"
-    REPLIED = "replied"          # splicer's own answer went out
-    TIMER = "timer"              # a Wait job's delay is over
-    KILLED = "killed"            # a hard stop, or a bug caught by the driver
+    BUFFERED = 0       # buffered(): the buffered request body (or why none came)
+    LEASED = 1         # leased(): a server connection was lent (Acquire)
+    NO_SERVER = 2      # no_server(): none: queue timeout, no server up, connects failed
+    SEND_FAILED = 3    # send_failed(): the request head could not be sent
+    HEAD = 4           # head(): a response head (or why none came)
+    BODY = 5           # body_ended(): the request body's transfer ended
+    INTERIM_SENT = 6   # interim_sent()
+    SENT = 7           # sent(): the final response head and body went out (or not)
+    TUNNEL_END = 8     # tunnel_ended()
+    REPLIED = 9        # replied(): splicer's own answer went out
+    TIMER = 10         # timer(): a Wait job's delay is over
+    KILLED = 11        # killed(): a hard stop, or a bug caught by the driver
+
+
+STATE_NAMES = {v: k for k, v in vars(State).items() if k.isupper()}
+"""State value -> its name (for messages)."""
+EV_NAMES = {v: k for k, v in vars(Ev).items() if k.isupper()}
+"""Ev value -> its name (for messages)."""
+
+# the members of other modules' enums that every request reads, bound once (see State)
+K_NONE, K_LENGTH, K_CHUNKED, K_CLOSE = BodyKind.NONE, BodyKind.LENGTH, BodyKind.CHUNKED, BodyKind.CLOSE
+PH_REQUEST, PH_QUEUE, PH_CONNECT, PH_HEADERS, PH_DATA = (Phase.REQUEST, Phase.QUEUE, Phase.CONNECT,
+                                                          Phase.HEADERS, Phase.DATA)
+END_DONE = End.DONE
 
 
 # -- jobs: what the driver carries out -------------------------------------------------------
@@ -181,7 +187,8 @@ class ShutServer(NamedTuple):
 
 
 class EndBody(NamedTuple):
-    """Stop the request body's transfer if it still runs."""
+    """Stop the request body's transfer if it still runs; the jobs after it wait until it
+    has stopped (it may be using both sockets)."""
 
 
 class Wait(NamedTuple):
@@ -195,14 +202,16 @@ class Warn(NamedTuple):
 
 
 class Finish(NamedTuple):
-    """The stream is over: count and log it, then the session goes on when `keep`."""
+    """The stream is over: give the lent connection back, if one still is (to the idle
+    pool when `reusable`), count and log the stream, then the session goes on when `keep`."""
     keep: bool
+    reusable: bool = False
 
 
 # -- the table ------------------------------------------------------------------------------
 
 S = State
-TRANSITIONS: dict[tuple[State, Ev], tuple[str, frozenset]] = {
+TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.REQUEST, Ev.BUFFERED): ("_on_buffered", frozenset({S.QUEUE, S.ANSWER, S.DONE})),
     (S.QUEUE, Ev.LEASED): ("_on_leased", frozenset({S.SEND, S.DONE})),
     (S.QUEUE, Ev.NO_SERVER): ("_on_no_server", frozenset({S.ANSWER})),
@@ -226,8 +235,8 @@ TRANSITIONS: dict[tuple[State, Ev], tuple[str, frozenset]] = {
 }
 """(state, event) -> (handler, the states it may lead to). An event not listed for a state
 is a bug of the driver (StreamMachineError). KILLED is taken in every state but DONE."""
-for _s in State:
-    if _s is not State.DONE:
+for _s in STATE_NAMES:
+    if _s != State.DONE:
         TRANSITIONS[(_s, Ev.KILLED)] = ("_on_killed", frozenset({S.DONE}))
 del _s
 
@@ -263,52 +272,60 @@ class StreamMachine:
     stopping = False
     """The worker soft-stops: its responses close (the driver reads it from its proxy)."""
 
+    __slots__ = ("state", "phase", "term", "req", "raw", "route", "policy", "bec", "be_name", "first",
+                 "server", "head_in", "left", "tried", "redispatched", "retries", "status", "head_out",
+                 "up", "down", "interim", "answer", "handed", "t_resp", "whole", "body", "avoid",
+                 "only", "failed", "answered", "resp", "keep", "reusable", "server_status", "good",
+                 "info", "view", "early", "reply_status", "resp_raw", "interim_status", "observing",
+                 "out_head", "replayable", "allow_reuse", "lease", "persisting")
+
     def __init__(self, req, raw: bytes, route, policy, be_counters, be_name: str, first: bool) -> None:
         self.state = State.QUEUE
+        self.phase = PH_QUEUE
+        self.term = NORMAL
         self.req, self.raw = req, raw
         self.route = route
         self.policy = policy
         self.bec = be_counters
         self.be_name = be_name
         self.first = first
-        self.phase = Phase.QUEUE
-        self.term = NORMAL
-        self.status = 0
-        self.retries = 0
-        self.redispatched = False
         self.server = None
-        self.tried = None
         self.head_in = len(raw)
+        self.left = policy.retries
+        self.tried = None                   # the server of the last failed connect, when none was reached
+        self.redispatched = False           # the last retry went to another server (the log's "+")
+        self.retries = 0
+        self.status = 0
         self.head_out = 0
         self.up = NO_BODY
         self.down = NO_BODY
-        self.interim: list[int] = []
-        self.lease = None
-        self.answer = None         # the http-response rule that answered instead of the server
-        self.handed = None         # (status, head bytes) of a response head handed to a Respond job
+        self.interim = ()                   # 1xx statuses relayed to the client (a list once there is one)
+        self.answer = None                  # the http-response rule that answered instead of the server
+        self.handed = None                  # (status, head bytes) of a response head handed to a Respond job
         self.t_resp = 0.0
-        self.out_head = b""        # the forwarded request head (prepared())
+        self.whole = 0                      # body bytes that came whole with the head (sent with it)
+        self.body = 0                       # the request body's transfer: 0 none, 1 moving, 2 ended or stopped
+        self.avoid = frozenset()            # server indexes a retry avoids
+        self.only = None                    # the one server index a retry goes back to
+        self.failed = None                  # the server whose failed attempt made this one a retry
+        self.answered = False               # a byte of a response (a 1xx) went to the client
+        self.resp = None                    # the final response being relayed (DATA)
+        self.keep = False                   # the client connection goes on (DATA, ANSWER)
+        self.reusable = False               # the server connection may be reused (DATA)
+        self.server_status = 0
+        self.good = False                   # the response went through whole (DATA, BODY_WAIT)
+        self.info = None                    # logformat.StreamInfo for rule formats (None: no rule reads it)
+        self.view = None                    # the request's sample.RequestView (None: none was built)
+        self.early = None                   # the body bytes `option http-buffer-request` read (REQUEST)
+        self.reply_status = 0               # the status of a rule's answer under way (ANSWER)
+        self.resp_raw = b""                 # the final response head as the server sent it
+        self.interim_status = 0             # the 1xx status being relayed (INTERIM)
+        self.observing = False              # the servers' health observes responses (`observe layer7`)
+        self.out_head = b""                 # the forwarded request head (prepared())
         self.replayable = False
         self.allow_reuse = False
-        self.whole = 0             # body bytes that came whole with the head (sent with it)
-        self.body = 0              # request body transfer: 0 none, 1 running, 2 ended
-        self.left = policy.retries
-        self.avoid: set[int] = set()
-        self.only = None
-        self.failed = None         # the server whose failed attempt made this one a retry
-        self.answered = False      # a byte of a response (a 1xx) went to the client
-        self.resp = None           # the final response being relayed (DATA)
-        self.keep = False          # the client connection goes on (DATA, ANSWER)
-        self.reusable = False      # the server connection may be reused (DATA)
-        self.server_status = 0
-        self.grace = False         # BODY_WAIT: a grace wait (not an early 2xx's)
-        self.info = None           # logformat.StreamInfo for rule formats (None: no rule reads it)
-        self.view = None           # the request's sample.RequestView (None: none was built)
-        self.early = None          # the body bytes `option http-buffer-request` read (REQUEST)
-        self.reply_status = 0      # the status of a rule's answer under way (ANSWER)
-        self.resp_raw = b""        # the final response head as the server sent it
-        self.good = False          # the response went through whole (DATA, BODY_WAIT)
-        self.interim_status = 0    # the 1xx status being relayed (INTERIM)
+        self.lease = None                   # the connection lent to the attempt under way
+        self.persisting = False             # the backend persists (cookie, use-server): persist_fields()
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -320,12 +337,12 @@ class StreamMachine:
             StreamMachineError: `ev` is not an event of the current state.
         """
         try:
-            name, targets = TRANSITIONS[(self.state, ev)]
+            handler, targets = _TABLE[(self.state, ev)]
         except KeyError:
-            raise StreamMachineError(f"stream in state {self.state.value} got {ev.value}") from None
-        jobs = getattr(self, name)(*args)
+            raise StreamMachineError(f"stream in state {STATE_NAMES[self.state]} got {EV_NAMES[ev]}") from None
+        jobs = handler(self, *args)
         if self.state not in targets:
-            raise StreamMachineError(f"{name} led from {ev.value} to {self.state.value}")
+            raise StreamMachineError(f"{handler.__name__} led from {EV_NAMES[ev]} to {STATE_NAMES[self.state]}")
         return jobs
 
     # the events, by name (feed() is the one way in; these read better at the call site)
@@ -361,11 +378,11 @@ class StreamMachine:
         """
         req, route = self.req, self.route
         fr = req.framing
-        if fr.kind is BodyKind.LENGTH and route.http_buffer_request:
+        if fr.kind is K_LENGTH and route.http_buffer_request:
             self.state = State.REQUEST
-            self.phase = Phase.REQUEST
+            self.phase = PH_REQUEST
             return [Buffer(min(fr.length, route.bufsize), req.expect_continue and req.version == b"1.1")]
-        if (fr.kind is BodyKind.LENGTH and 0 < fr.length <= whole and fr.length <= route.bufsize
+        if (fr.kind is K_LENGTH and 0 < fr.length <= whole and fr.length <= route.bufsize
                 and not req.expect_continue):
             self.whole = fr.length
         return self.prepared()
@@ -377,7 +394,7 @@ class StreamMachine:
         if failure is not None:  # the client closed or failed before sending its body
             self.end(Cause.CLIENT_ABORT)
             return self._finish(False)
-        self.phase = Phase.QUEUE
+        self.phase = PH_QUEUE
         self.state = State.QUEUE
         self.head_in += len(early)
         self.early = early
@@ -406,13 +423,13 @@ class StreamMachine:
         fr = req.framing
         self.allow_reuse = req.upgrade is None
         self.replayable = (req.method in IDEMPOTENT and req.upgrade is None
-                           and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
+                           and (fr.kind is K_NONE or (fr.kind is K_LENGTH and fr.length == 0)))
 
     def attempt(self) -> list:
         """Ask for a server connection for the next attempt."""
         self.state = State.QUEUE
-        self.phase = Phase.QUEUE
-        return [Acquire(frozenset(self.avoid), self.only, self.allow_reuse, self.left)]
+        self.phase = PH_QUEUE
+        return [Acquire(self.avoid, self.only, self.allow_reuse, self.left)]
 
     # -- QUEUE ---------------------------------------------------------------------------
 
@@ -432,14 +449,14 @@ class StreamMachine:
             bec.wredis += 1
             failed.counters.wredis += 1
             self.redispatched = True
-        self.phase = Phase.CONNECT
+        self.phase = PH_CONNECT
         if client_gone:  # option abortonclose: nothing was sent, the connection is clean
             self.end(Cause.CLIENT_ABORT)
             return self._finish(False, True)
-        self.phase = Phase.HEADERS
+        self.phase = PH_HEADERS
         self.state = State.SEND
         fr = self.req.framing
-        stream = fr.kind is not BodyKind.NONE and not self.whole and not (fr.kind is BodyKind.LENGTH
+        stream = fr.kind is not K_NONE and not self.whole and not (fr.kind is K_LENGTH
                                                                           and fr.length == 0)
         if stream:
             self.body = 1
@@ -455,38 +472,38 @@ class StreamMachine:
 
     def _on_send_failed(self) -> list:
         if self.lease.reused:
-            return self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
-        return self._fail(None, Termination(Cause.SERVER_ABORT, Phase.HEADERS), 502)
+            return self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, PH_HEADERS), 502)
+        return self._fail(None, Termination(Cause.SERVER_ABORT, PH_HEADERS), 502)
 
     def _on_body(self, r: Result) -> list:
         """The request body's transfer ended (in any state until DONE)."""
         self.body = 2
         self.up = r
-        if r.end is End.DONE:
+        if r.end is END_DONE:
             return []
-        self.end(CLIENT_END[r.end], Phase.DATA)
+        self.end(CLIENT_END[r.end], PH_DATA)
         # the server connection is shut down, so that whatever waits on it ends too
         return [ShutServer()] if self.lease is not None else []
 
     def _on_head(self, raw, index, failure, now: float) -> list:
         lease, req = self.lease, self.req
-        H = Phase.HEADERS
+        H = PH_HEADERS
         if failure == "timeout":  # nothing was sent to the client yet, even after a partial head
-            return [Observe(Observed.HTTP_READ_TIMEOUT)] + self._fail(
+            return self._observe(Observed.HTTP_READ_TIMEOUT) + self._fail(
                 RetryEvent.RESPONSE_TIMEOUT, Termination(Cause.SERVER_TIMEOUT, H), 504)
         if failure == "too-large":
-            return [Observe(Observed.HTTP_HDRRSP)] + self._fail(
+            return self._observe(Observed.HTTP_HDRRSP) + self._fail(
                 RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), 502)
         if raw is None or not head_complete(raw):
             jobs = []
-            body_failed = self.body == 2 and self.up.end is not End.DONE
+            body_failed = self.body == 2 and self.up.end is not END_DONE
             # observe layer7: a close or read error on a reused connection is the keep-alive
             # race, not the server's fault (haproxy skips SF_SRV_REUSED); nor is one that
             # followed a failed request body, or splicer's own shutdown
             if raw:
-                jobs.append(Observe(Observed.HTTP_HDRRSP))
+                jobs = self._observe(Observed.HTTP_HDRRSP)
             elif not (lease.reused or body_failed or lease.killed):
-                jobs.append(Observe(Observed.HTTP_BROKEN_PIPE if raw is not None else Observed.HTTP_READ_ERROR))
+                jobs = self._observe(Observed.HTTP_BROKEN_PIPE if raw is not None else Observed.HTTP_READ_ERROR)
             if not raw and lease.reused and self.body == 0:
                 return jobs + self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
             if body_failed:
@@ -500,9 +517,9 @@ class StreamMachine:
         try:
             resp = parse_response(raw, req.method, req.upgrade is not None, index)
         except HeadError as exc:
-            return [Observe(Observed.HTTP_HDRRSP)] + self._fail(
+            return self._observe(Observed.HTTP_HDRRSP) + self._fail(
                 RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), exc.status)
-        jobs = [Observe(status_event(resp.status))]
+        jobs = self._observe(status_event(resp.status)) if self.observing else []
         if resp.status < 200 and resp.status != 101:
             if req.version == b"1.0":
                 return jobs + [ReadHead()]  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
@@ -522,9 +539,9 @@ class StreamMachine:
 
     def _on_interim_sent(self, n: int, status: int) -> list:
         if not n:
-            return self._fail(None, Termination(Cause.CLIENT_ABORT, Phase.HEADERS), 0)
+            return self._fail(None, Termination(Cause.CLIENT_ABORT, PH_HEADERS), 0)
         self.head_out += n
-        self.interim.append(status)
+        self.interim = [*self.interim, status]
         self.state = State.SEND
         return [ReadHead()]
 
@@ -532,7 +549,7 @@ class StreamMachine:
         """The attempt failed before any response byte reached the client: retry it, or
         answer `status` (0: just close) and end with `term`."""
         verdict = self._verdict(event, response)
-        jobs: list = [Release(False)]
+        jobs = self._stop_body() + [Release(False)]
         self.lease = None
         lease_server = self.server
         if verdict.again and event is not RetryEvent.IDLE_CLOSED:
@@ -553,7 +570,7 @@ class StreamMachine:
             self.failed = lease_server
         self.only = lease_server.index if verdict.same_server else None
         if verdict.elsewhere:
-            self.avoid.add(lease_server.index)
+            self.avoid = self.avoid | {lease_server.index}
         return jobs + self.attempt()
 
     def _verdict(self, event: RetryEvent | None, response: int) -> Retry:
@@ -578,7 +595,7 @@ class StreamMachine:
             self.end(Cause.PROXY)
             return self._finish(False, False)  # a body still being sent cannot turn into tunnel bytes
         head = forward_response_head(resp, req.version, True, self.route.response_rules, self.info, req, self.view)
-        self.phase = Phase.DATA
+        self.phase = PH_DATA
         self.state = State.TUNNEL
         return [Tunnel(head)]
 
@@ -618,11 +635,12 @@ class StreamMachine:
         req, route = self.req, self.route
         self.server_status = resp.status
         edited = False
-        fields = self.persist_fields(resp)
-        if fields is not None:
-            resp = resp.copy()
-            resp.headers = fields
-            edited = True
+        if self.persisting:
+            fields = self.persist_fields(resp)
+            if fields is not None:  # the persistence cookie set or changed (http/persist.py)
+                resp = resp.copy()
+                resp.headers = fields
+                edited = True
         ruled = None
         drop = False
         srv_fr = resp.framing
@@ -631,12 +649,12 @@ class StreamMachine:
             ruled, resp, drop = self.response_verdict(resp)
             if ruled.rule is not None:
                 return self._answer_response(ruled, resp)
-        self.phase = Phase.DATA
+        self.phase = PH_DATA
         fr = resp.framing
-        dechunk = fr.kind is BodyKind.CHUNKED and req.version == b"1.0"
+        dechunk = fr.kind is K_CHUNKED and req.version == b"1.0"
         # a body dropped unread (a status set to 204/304) leaves the server connection unusable
-        self.reusable = resp.keep_alive and srv_fr.kind is not BodyKind.CLOSE and not drop
-        keep = req.keep_alive and fr.kind is not BodyKind.CLOSE and not dechunk and not self.stopping
+        self.reusable = resp.keep_alive and srv_fr.kind is not K_CLOSE and not drop
+        keep = req.keep_alive and fr.kind is not K_CLOSE and not dechunk and not self.stopping
         if self.body == 1 and not 200 <= resp.status < 300:
             # an error (or redirect) before the request body was all sent: the client
             # connection ends after this response, and the response says so (RFC 9112
@@ -653,11 +671,11 @@ class StreamMachine:
         self.handed = (resp.status, len(head))
         self.state = State.DATA
         policy = route.splice_response
-        if fr.kind is BodyKind.LENGTH:
+        if fr.kind is K_LENGTH:
             count, chunked, splice = fr.length, False, policy.wants(fr.length)
-        elif fr.kind is BodyKind.CHUNKED:
+        elif fr.kind is K_CHUNKED:
             count, chunked, splice = None, True, policy.wants(None)
-        elif fr.kind is BodyKind.CLOSE:
+        elif fr.kind is K_CLOSE:
             count, chunked, splice = None, False, policy.wants(None)
         else:
             count, chunked, splice = 0, False, False
@@ -672,18 +690,18 @@ class StreamMachine:
         self.status = resp.status
         self.down = r
         jobs = []
-        good = r.end is End.DONE
+        good = r.end is END_DONE
         if not good:
             if r.end is End.BAD_FRAMING:
-                jobs.append(Observe(Observed.HTTP_RSP))
+                jobs += self._observe(Observed.HTTP_RSP)
             self.end(SERVER_END[r.end])
             # abort: the client must see the body end short of what was announced. With a
             # length or chunked framing a FIN shows it and keeps the bytes already sent; a
             # close-delimited (or de-chunked) body has no framing to fall short of, so a
             # failed server side is passed on as a reset.
             fr = resp.framing
-            dechunk = fr.kind is BodyKind.CHUNKED and self.req.version == b"1.0"
-            jobs.append(Abort((fr.kind is BodyKind.CLOSE or dechunk) and r.end is not End.DST_ERROR))
+            dechunk = fr.kind is K_CHUNKED and self.req.version == b"1.0"
+            jobs.append(Abort((fr.kind is K_CLOSE or dechunk) and r.end is not End.DST_ERROR))
         self.good = good
         if self.body == 1:
             self.state = State.BODY_WAIT
@@ -691,20 +709,18 @@ class StreamMachine:
                 # An early 2xx (RFC 9112 section 9.3 lets a server answer before it has the
                 # whole request): the rest of the body is still forwarded, within its own
                 # idle timeouts, and both connections may be kept once it is through.
-                self.grace = False
                 return jobs
             # An engine job may have moved the whole body and not be reaped yet (the server
             # can answer between the last splice and the completion): give the completion a
             # moment before concluding that the server answered early.
-            self.grace = True
             return jobs + [Wait(BODY_GRACE)]
-        if self.body == 2 and self.up.end is not End.DONE:
+        if self.body == 2 and self.up.end is not END_DONE:
             good = False
         return jobs + self._finish(good and self.keep, good and self.reusable)
 
     def _on_body_waited(self, r: Result) -> list:
         jobs = self._on_body(r)
-        good = self.good and r.end is End.DONE
+        good = self.good and r.end is END_DONE
         return jobs + self._finish(good and self.keep, good and self.reusable)
 
     def _on_grace_over(self) -> list:
@@ -723,11 +739,11 @@ class StreamMachine:
         rule = v.rule
         if self.term is NORMAL:  # (a request body that failed first keeps its own termination)
             self.answer = rule
-            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, Phase.HEADERS)
-        whole = self.body == 0 or (self.body == 2 and self.up.end is End.DONE)
+            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL, PH_HEADERS)
+        whole = self.body == 0 or (self.body == 2 and self.up.end is END_DONE)
         fr = resp.framing
         reusable = (whole and resp.keep_alive
-                    and (fr.kind is BodyKind.NONE or (fr.kind is BodyKind.LENGTH and fr.length == 0)))
+                    and (fr.kind is K_NONE or (fr.kind is K_LENGTH and fr.length == 0)))
         keep = req.keep_alive and whole and not self.stopping
         store = self.view.vars if self.view is not None else None
         data, keep = actions.reply(rule, self.info, Message(req.method, req.target, v.status, req.headers, store),
@@ -736,9 +752,8 @@ class StreamMachine:
         self.lease = None
         self.state = State.ANSWER
         self.reply_status = int(data[9:12])
-        jobs = [Release(reusable)]
-        if self.body == 1:
-            jobs.append(EndBody())  # a request body still under way goes no further
+        # a request body still under way goes no further
+        jobs = self._stop_body() + [Release(reusable)]
         return jobs + [Reply(data, self.reply_status)]
 
     def _error_page(self, status: int) -> list:
@@ -746,7 +761,7 @@ class StreamMachine:
         self.status = status
         self.keep = False
         self.state = State.ANSWER
-        jobs = [EndBody()] if self.body == 1 else []
+        jobs = self._stop_body()
         return jobs + [Reply(None, status)]
 
     def _on_replied(self, n: int) -> list:
@@ -761,31 +776,37 @@ class StreamMachine:
 
     def _on_killed(self, cause: Cause) -> list:
         self.end(cause)
-        jobs: list = []
-        if self.lease is not None:
-            jobs.append(Release(False))
-            self.lease = None
-        if self.body == 1:
-            jobs.append(EndBody())
+        self.lease = None
         self.state = State.DONE
         # whatever was under way must not look complete to the client
-        return jobs + [Abort(True), Finish(False)]
+        return self._stop_body() + [Abort(True), Finish(False, False)]
 
     def _ignore(self, *args) -> list:
         return []
 
-    def _finish(self, keep: bool, reusable: bool | None = None) -> list:
-        """The stream is over: give the connection back (when one is lent; `reusable`), stop a
-        request body still moving, and let the session go on when `keep`."""
-        jobs: list = []
-        if self.lease is not None:
-            jobs.append(Release(bool(reusable)))
-            self.lease = None
-        if self.body == 1:
-            jobs.append(EndBody())
+    def _finish(self, keep: bool, reusable: bool = False) -> list:
+        """The stream is over: stop a request body still moving, give the connection back
+        (when one is lent; `reusable`), and let the session go on when `keep`."""
+        self.lease = None
         self.state = State.DONE
-        jobs.append(Finish(keep))
-        return jobs
+        if self.body == 1:
+            return self._stop_body() + [Finish(keep, reusable)]
+        return [Finish(keep, reusable)]
+
+    def _stop_body(self) -> list:
+        """[EndBody] when the request body still moves (it moves no further), else []."""
+        if self.body != 1:
+            return []
+        self.body = 2
+        return [EndBody()]
+
+    def _observe(self, event: Observed) -> list:
+        """[Observe(event)] when the servers' health observes responses, else []."""
+        return [Observe(event)] if self.observing else []
+
+
+_TABLE = {key: (getattr(StreamMachine, name), targets) for key, (name, targets) in TRANSITIONS.items()}
+"""TRANSITIONS with the handlers looked up once."""
 
 
 def tunnel_termination(up: Result, down: Result) -> Termination:
@@ -794,7 +815,7 @@ def tunnel_termination(up: Result, down: Result) -> Termination:
     "sD", "CD", "SD"); both sides closing is a normal end."""
     for r, who in ((up, CLIENT_END), (down, SERVER_END)):
         if r.end in _TUNNEL_FAILURES:
-            return Termination(who[r.end], Phase.DATA)
+            return Termination(who[r.end], PH_DATA)
     return NORMAL
 
 
@@ -803,4 +824,4 @@ _TUNNEL_FAILURES = frozenset({End.SRC_TIMEOUT, End.SRC_ERROR, End.DST_TIMEOUT, E
 
 def whole_body(n: int) -> Result:
     """The Result of a request body of `n` bytes copied whole behind its head."""
-    return Result(End.DONE, n, 0, n)
+    return Result(END_DONE, n, 0, n)
