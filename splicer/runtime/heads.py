@@ -64,23 +64,23 @@ async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout
                               skip_empty_lines=skip_empty_lines, wait_first=True)
 
 
-async def send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
-                              limit: int, first_timeout: float | None,
-                              timeout: float | None) -> Completion | None:
+# -- jobs whose completion calls back (runtime/stream.py, the stream machine's driver) ------
+
+def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
+                               limit: int, first_timeout: float | None, timeout: float | None,
+                               done) -> bool:
     """Send `out` (a request head without a body) on `sock`, then read the response head
-    from it, in one engine job.
-
-    Returns:
-        The completion (phase SEND with an end other than DONE: the send failed; else use
-        head_of() on it), or NOT_TAKEN when the engine could not take the job.
-    """
-    job = _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout, None)
-    return NOT_TAKEN if job is None else await mover.engine.wait(*job)
+    from it, in one engine job whose Completion goes to `done(c)` from the engine's reap
+    (phase SEND with an end other than DONE: the send failed; else head_of() reads it).
+    False when the engine did not take it (nothing was sent)."""
+    return _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout,
+                                    done) is not None
 
 
-async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
-                         splice: bool, next_head: tuple | None = None) -> tuple[bool, Result, tuple | None] | None:
-    """Send `head` to dst, then move the body src -> dst, in one engine job.
+def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
+                          splice: bool, next_head: tuple | None, done) -> int | None:
+    """Send `head` to dst, then move the body src -> dst, in one engine job whose Completion
+    goes to `done(c)` from the engine's reap (body_of() reads it).
 
     Args:
         src, dst: transfer.Side (socket and idle timeout) of the body's source and of the
@@ -94,49 +94,9 @@ async def send_with_body(mover: Mover, src, dst, head: bytes, count: int | None,
             read_head(dst.sock, limit, first_timeout, timeout, skip_empty_lines=True) would.
 
     Returns:
-        (sent, result, pending): sent is False when the head could not be sent (the peer
-        is gone; nothing of the body moved); result is the body's Result; pending is the
-        (id, future) of the next head's job with `next_head` (Engine.wait() gives its
-        completion, head_of() its head; Engine.abandon() stops it), else None. NOT_TAKEN
-        when the engine could not take the job (nothing was sent).
-    """
-    job = _send_with_body_job(mover, src, dst, head, count, chunked, splice, next_head, None)
-    if job is None:
-        return NOT_TAKEN
-    engine = mover.engine
-    copy = not splice and not chunked
-    pending = engine.chained if next_head is not None else None
-    try:
-        c = await engine.wait(*job)
-    except BaseException:
-        # cancelled (a hard stop) after the job may have become the head job: that one holds
-        # the client socket now, and must let go before anyone closes it
-        if pending is not None:
-            await engine.abandon(*pending)
-        raise
-    taken = body_of(c, copy)
-    if taken is None:
-        return NOT_TAKEN  # no pipe: the chained head job ended CANCELLED with it
-    return taken[0], taken[1], pending
-
-
-# -- the same jobs with a callback instead of a future (the stream's fast path) -----------
-
-def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
-                               limit: int, first_timeout: float | None, timeout: float | None,
-                               done) -> bool:
-    """send_then_read_head() as a job whose Completion goes to `done(c)` from the engine's
-    reap. False when the engine did not take it (nothing was sent)."""
-    return _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout,
-                                    done) is not None
-
-
-def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
-                          splice: bool, next_head: tuple | None, done) -> int | None:
-    """send_with_body() as a job whose Completion goes to `done(c)` from the engine's reap
-    (body_of() reads it). Returns None when the engine did not take it (nothing was sent),
-    else the id of the chained next-head job with `next_head` (Engine.then() claims its
-    completion, Engine.cancel() stops it) or 0."""
+        None when the engine did not take it (nothing was sent), else the id of the chained
+        next-head job with `next_head` (Engine.then() claims its completion,
+        Engine.cancel() stops it) or 0."""
     if _send_with_body_job(mover, src, dst, head, count, chunked, splice, next_head, done) is None:
         return None
     return mover.engine.chained[0] if next_head is not None else 0
@@ -165,9 +125,10 @@ def submit_request_with_body(mover: Mover, cli, sock: socket.socket, out: bytes,
 
 
 def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
-    """What a send_with_body job's completion says: (sent, result) as send_with_body()
-    returns them, or NOT_TAKEN when it ended NOPIPE (nothing was sent; its chained job, if
-    any, ended CANCELLED with it)."""
+    """What a submit_send_with_body() job's completion says: (sent, result): sent is False
+    when the head could not be sent (the peer is gone; nothing of the body moved), result
+    is the body's Result; or NOT_TAKEN when it ended NOPIPE (nothing was sent; its chained
+    job, if any, ended CANCELLED with it)."""
     if c.end is JobEnd.NOPIPE:
         return NOT_TAKEN
     if c.phase is Phase.SEND:
@@ -214,7 +175,7 @@ def _send_then_read_head_job(mover: Mover, sock, out, send_timeout, limit, first
 
 def _send_with_body_job(mover: Mover, src, dst, head, count, chunked, splice, next_head, done):
     """Submit a head-then-body job (chained to a next-head job with `next_head`);
-    (id, future or None), or None when not taken."""
+    (id, None), or None when not taken."""
     engine = mover.engine
     if engine is None or len(head) > engine.bufsize or (chunked and not splice):
         return None

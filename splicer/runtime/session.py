@@ -12,14 +12,15 @@ stream ends the session:
      behind a close), stop writing and drain them before closing (_drain), so the close
      is a FIN, not a reset that would destroy the last response.
 Every stream, the ones refused while reading their head included, ends with a Termination,
-counted by Stream.record() / stream.record_termination().
+counted in runtime/accounting.py.
 
-The session is driven by engine callbacks: each head arrives in _on_head(), and a stream the
-fast path can take (Stream.start_fast) completes through callbacks too. Only what has to
-wait for something else (a body, a retry, an error page, the loop's fallbacks) runs as a
-task of the session (spawn), which ends with its stream; an idle keep-alive connection holds
-no task. Nothing raises past the callbacks or the task: a bug is logged and the connection
-reset.
+The session is driven by engine callbacks: each head arrives in _on_head() (or, when the
+engine cannot take the head job, from a task that reads it on the loop) and goes to one
+place, _took(), which routes it and starts its Stream (runtime/stream.py: the stream
+machine's driver, which ends by calling stream_over()) or refuses it. Only what has to wait
+for something else (an error page, a local answer, a credential check) runs as a task of
+the session (spawn); an idle keep-alive connection holds no task. Nothing raises past the
+callbacks or the task: a bug is logged and the connection reset.
 """
 from __future__ import annotations
 
@@ -160,55 +161,121 @@ class HttpSession:
                                      self.t_request if first else self.t_keepalive, self.t_request,
                                      True, self._on_head)
         if job is None:
-            self.spawn(self._stream(first))
+            self.spawn(self._read_head_on_loop(first))
         else:
             self._job = (job, None)
 
     def _on_head(self, c: Completion) -> None:
         """Engine callback: a request head is in (or the client left, or timed out)."""
         self._job = None
-        if self.fe.idle is not None:
-            self.fe.idle.discard(self)
-        head = c.head
-        if c.end is JobEnd.DONE and head and head_complete(head):
+        failure = "timeout" if c.end is JobEnd.TIMEOUT else "too-large" if c.end is JobEnd.TOO_LARGE else None
+        # (after a timeout or an oversized head the engine only peeked the rest: it is unread)
+        self._took(c.head or b"", c.index, c.more, failure, c.first_line, True, c.end is JobEnd.CANCELLED)
+
+    async def _read_head_on_loop(self, first: bool):
+        """The engine could not take the head job: the loop reads the head (heads.read_head),
+        and it goes on as the engine's would (_took)."""
+        failure, first_line, unread, why = None, False, False, ""
+        try:
+            head = await heads.read_head(self.fe.mover, self.sock, self.route.bufsize,
+                                         self.t_request if first else self.t_keepalive, self.t_request,
+                                         skip_empty_lines=True)
+        except TimeoutError as exc:
+            head, failure = getattr(exc, "partial", b""), "timeout"
+        except io.HeadTooLarge as exc:
+            head, failure = exc.partial, "too-large"
+            first_line, unread, why = exc.first_line, getattr(exc, "unread", False), str(exc)
+        self._took(head, None, 0, failure, first_line, unread, False, why)
+        return HANDED
+
+    def _took(self, head: bytes, index, more: int, failure: str | None, first_line: bool, unread: bool,
+              cancelled: bool, why: str = "head larger than the limit") -> None:
+        """What came of reading a request head, from the engine or the loop: route a whole head
+        and start its Stream (or answer it here), or refuse it (haproxy's h1 mux: 400, 408,
+        414, 431, counted and logged), or close a connection that ended between requests.
+
+        Args:
+            head: the bytes read (the head, a part of it, or b"").
+            index: the engine tokenizer's index of `head` (None: none).
+            more: bytes the socket held behind the head (Completion.more).
+            failure: None, "timeout" (`timeout http-request` / `http-keep-alive`) or
+                "too-large" (no end of head within tune.bufsize; `first_line`: not even
+                the request line ended: 414).
+            unread: the rest of an oversized head is still in the socket (`show errors`
+                shows it too).
+            cancelled: the engine stopped (a hard stop): no stream at all.
+            why: what `show errors` says of an oversized head.
+        """
+        fe = self.fe
+        if fe.idle is not None:
+            fe.idle.discard(self)
+        if failure is None and head and head_complete(head):
             try:
-                req = parse_request(head, self.route.maxhdr, c.index)
-            except HeadError:
-                self.spawn(self._stream(False, c))  # refused on the slow path (4xx page)
+                req = parse_request(head, self.route.maxhdr, index)
+            except HeadError as exc:
+                fe.counters.bin += len(head)
+                fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
+                self.spawn(self._refused(Cause.PROXY, exc.status, len(head)))
                 return
-            self.fe.counters.req_tot += 1
-            if self.fe.switching is not None:
-                view = None
-                if self.fe.auth_lists:  # the rules read credential verdicts: known ones first
-                    view = self.request_view(req, head)
-                    missing = self.fe.proxy.auth.fill(view, self.fe.auth_lists)
-                    if missing is not None:  # a hash to verify off the loop first
-                        self.spawn(self._verified_stream(req, head, view, missing))
-                        return
-                d, req = self._switch(req, head, view)
-                if d.rule is not None or d.backend is None:
-                    self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
-                    return
-            elif self.fe.strict_uri and ambiguity(req.target) is not None:
-                self.spawn(self._answer_locally(req, head, _REFUSED))
-                return
-            self.be.counters.req_tot += 1
-            Stream(self, req, head).begin(c.more)
+            self._route(req, head, more)
             return
-        if not head and c.end in (JobEnd.PEER_CLOSED, JobEnd.ERROR, JobEnd.CANCELLED, JobEnd.DONE):
-            if self._probe() and c.end is not JobEnd.CANCELLED:
-                # a new connection closed before it sent a byte: as haproxy without `option
-                # http-ignore-probes`, an incomplete request: 400 (CR), counted and logged
-                # (unless option dontlognull)
-                self.spawn(self._refused_probe(Cause.CLIENT_ABORT, 400))
-                return
+        if failure == "timeout":
+            if head:
+                fe.counters.bin += len(head)
+                self.spawn(self._refused(Cause.CLIENT_TIMEOUT, 408, len(head)))
+            elif self._probe():  # a new connection that sent nothing in time: 408 (cR), as haproxy
+                self.spawn(self._refused(Cause.CLIENT_TIMEOUT, 408, 0))
+            else:
+                self.close()  # an idle keep-alive connection just closes, as haproxy does
+            return
+        if failure == "too-large":
+            data = head
+            if unread:  # what `show errors` prints: the bytes the engine peeked too
+                try:
+                    data += self.sock.recv(self.route.bufsize, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except OSError:
+                    pass
+            status = 414 if first_line else 431
+            fe.proxy.capture_error(fe, self, status, why, data)
+            self.spawn(self._refused(Cause.PROXY, status, self.route.bufsize))
+            return
+        if head:  # the client closed mid-head: haproxy's incomplete request, 400 (CR)
+            fe.counters.bin += len(head)
+            self.spawn(self._refused(Cause.CLIENT_ABORT, 400, len(head)))
+        elif self._probe() and not cancelled:
+            # a new connection closed before it sent a byte: as haproxy without `option
+            # http-ignore-probes`, an incomplete request: 400 (CR), counted and logged
+            # (unless option dontlognull)
+            self.spawn(self._refused(Cause.CLIENT_ABORT, 400, 0))
+        else:
             self.close()  # closed between requests (or the engine stopped): no stream at all
+
+    def _route(self, req, head: bytes, more: int) -> None:
+        """Decide where a parsed request goes (the frontend's http-request rules) and start
+        its Stream, or answer it here (a rule, no backend: 503, an ambiguous target)."""
+        fe = self.fe
+        fe.counters.req_tot += 1
+        if fe.switching is not None:
+            view = None
+            if fe.auth_lists:  # the rules read credential verdicts: known ones first
+                view = self.request_view(req, head)
+                missing = fe.proxy.auth.fill(view, fe.auth_lists)
+                if missing is not None:  # a hash to verify off the loop first
+                    self.spawn(self._verified_stream(req, head, view, missing))
+                    return
+            d, req = self._switch(req, head, view)
+            if d.rule is not None or d.backend is None:
+                self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
+                return
+        elif fe.strict_uri and ambiguity(req.target) is not None:
+            self.spawn(self._answer_locally(req, head, _REFUSED))
             return
-        self.spawn(self._stream(False, c))  # a timeout, a partial or oversized head
+        self.be.counters.req_tot += 1
+        Stream(self, req, head).begin(more)
 
     def stream_over(self, keep: bool, pending) -> None:
-        """A fast-path stream ended: wait for the next request (`pending`: the job that reads
-        it, or None), or end the session."""
+        """A stream ended: wait for the next request (`pending`: the job that reads it, or
+        None), or end the session."""
         self.next_head = pending
         if keep:
             self._wait_head(False)
@@ -333,8 +400,8 @@ class HttpSession:
         already, the end of an idle wait is never one (haproxy closes it silently)."""
         return not self.streams and not self.fe.model.ignore_probes
 
-    async def _refused_probe(self, cause: Cause, status: int) -> bool:
-        await self._refuse(cause, status, 0)
+    async def _refused(self, cause: Cause, status: int, received: int) -> bool:
+        await self._refuse(cause, status, received)
         return False  # (the session's task closes it)
 
     async def _refuse(self, cause: Cause, status: int, received: int = 0) -> None:
@@ -366,68 +433,6 @@ class HttpSession:
             return None
         return StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port,
                           fe.name, self.be.name)
-
-    # -- one stream ----------------------------------------------------------------------
-
-    async def _stream(self, first: bool, ready: Completion | None = None) -> bool:
-        """Read a request head (`ready`: the completion of the job that read it) and serve
-        its stream; True when the session may go on."""
-        fe = self.fe
-        try:
-            if ready is not None:
-                head = heads.head_of(ready)
-            else:  # the engine could not take a head job: the loop reads it
-                head = await heads.read_head(fe.mover, self.sock, self.route.bufsize,
-                                             self.t_request if first else self.t_keepalive, self.t_request,
-                                             skip_empty_lines=True)
-        except TimeoutError as exc:
-            if getattr(exc, "partial", b""):
-                fe.counters.bin += len(exc.partial)
-                await self._refuse(Cause.CLIENT_TIMEOUT, 408, len(exc.partial))
-            elif self._probe():  # a new connection that sent nothing in time: 408 (cR), as haproxy
-                await self._refuse(Cause.CLIENT_TIMEOUT, 408, 0)
-            return False  # an idle keep-alive connection just closes, as haproxy does
-        except io.HeadTooLarge as exc:
-            status = 414 if exc.first_line else 431
-            data = exc.partial
-            if exc.unread:  # what `show errors` prints: the bytes the engine peeked too
-                try:
-                    data += self.sock.recv(self.route.bufsize, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-                except OSError:
-                    pass
-            fe.proxy.capture_error(fe, self, status, str(exc), data)
-            await self._refuse(Cause.PROXY, status, self.route.bufsize)
-            return False
-        if not head_complete(head):
-            if head:  # the client closed mid-head: haproxy's incomplete request, 400 (CR)
-                fe.counters.bin += len(head)
-                await self._refuse(Cause.CLIENT_ABORT, 400, len(head))
-            elif self._probe():  # (the loop read it: as _on_head does)
-                await self._refuse(Cause.CLIENT_ABORT, 400, 0)
-            return False
-        try:
-            req = parse_request(head, self.route.maxhdr)
-        except HeadError as exc:
-            fe.counters.bin += len(head)
-            fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
-            await self._refuse(Cause.PROXY, exc.status, len(head))
-            return False
-        fe.counters.req_tot += 1
-        if fe.switching is not None:
-            view = None
-            if fe.auth_lists:
-                view = self.request_view(req, head)
-                missing = fe.proxy.auth.fill(view, fe.auth_lists)
-                if missing is not None:
-                    await fe.proxy.auth.verify(view, missing)
-            d, req = self._switch(req, head, view)
-            if d.rule is not None or d.backend is None:
-                return await self._answer_locally(req, head, d)
-        elif fe.strict_uri and ambiguity(req.target) is not None:
-            return await self._answer_locally(req, head, _REFUSED)
-        self.be.counters.req_tot += 1
-        Stream(self, req, head).begin()
-        return HANDED
 
     # -- per-request decisions: use_backend, http-request deny/return/redirect/allow -----
 

@@ -350,36 +350,3 @@ def test_chained_head_job_times_out_and_can_be_abandoned(net):
             await asyncio.sleep(0.05)
             assert e.stats().jobs_active == 0
     run(main())
-
-
-def test_cancelled_after_the_chain_leaves_no_head_job_behind(net):
-    """The response job has become the next head job (its completion posted, not yet reaped)
-    when the session's task is cancelled (a hard stop): the head job must be stopped before
-    the task ends, or it would go on using a client socket that is about to be closed."""
-    import time as _time
-
-    from splicer.runtime import heads
-    from splicer.runtime.transfer import Mover, Side
-    origin, src = net.tcp()
-    dst, client = net.tcp()
-
-    async def main():
-        loop = asyncio.get_running_loop()
-        async with engine(maxjobs=8, bufsize=4096) as e:
-            mover = Mover(loop, None, e)
-            origin.sendall(b"hello")
-            task = asyncio.ensure_future(heads.send_with_body(
-                mover, Side(src, 5.0), Side(dst, 5.0), RESP, 5, False, False, (5.0, 5.0, 4000)))
-            await asyncio.sleep(0)  # the task submitted its job
-            e.wake_now()
-            # the loop is busy: the engine sends, chains and posts, and nobody reaps
-            deadline = _time.monotonic() + 5
-            while e.stats().jobs_done < 1:
-                assert _time.monotonic() < deadline, "the engine did not run the job"
-                _time.sleep(0.005)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert e.stats().jobs_active == 0  # the head job was stopped and reaped
-            assert await read_all(client, len(RESP) + 5) == RESP + b"hello"
-    run(main())
