@@ -472,8 +472,8 @@ class StreamMachine:
 
     def _on_send_failed(self) -> list:
         if self.lease.reused:
-            return self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, PH_HEADERS), 502)
-        return self._fail(None, Termination(Cause.SERVER_ABORT, PH_HEADERS), 502)
+            return self._fail(RetryEvent.IDLE_CLOSED, Cause.SERVER_ABORT, 502)
+        return self._fail(None, Cause.SERVER_ABORT, 502)
 
     def _on_body(self, r: Result) -> list:
         """The request body's transfer ended (in any state until DONE)."""
@@ -487,13 +487,12 @@ class StreamMachine:
 
     def _on_head(self, raw, index, failure, now: float) -> list:
         lease, req = self.lease, self.req
-        H = PH_HEADERS
         if failure == "timeout":  # nothing was sent to the client yet, even after a partial head
             return self._observe(Observed.HTTP_READ_TIMEOUT) + self._fail(
-                RetryEvent.RESPONSE_TIMEOUT, Termination(Cause.SERVER_TIMEOUT, H), 504)
+                RetryEvent.RESPONSE_TIMEOUT, Cause.SERVER_TIMEOUT, 504)
         if failure == "too-large":
             return self._observe(Observed.HTTP_HDRRSP) + self._fail(
-                RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), 502)
+                RetryEvent.JUNK_RESPONSE, Cause.PROXY, 502)
         if raw is None or not head_complete(raw):
             jobs = []
             body_failed = self.body == 2 and self.up.end is not END_DONE
@@ -505,21 +504,21 @@ class StreamMachine:
             elif not (lease.reused or body_failed or lease.killed):
                 jobs = self._observe(Observed.HTTP_BROKEN_PIPE if raw is not None else Observed.HTTP_READ_ERROR)
             if not raw and lease.reused and self.body == 0:
-                return jobs + self._fail(RetryEvent.IDLE_CLOSED, Termination(Cause.SERVER_ABORT, H), 502)
+                return jobs + self._fail(RetryEvent.IDLE_CLOSED, Cause.SERVER_ABORT, 502)
             if body_failed:
                 # the request body failed first (and shut the server side down); its
                 # termination is recorded already
                 end = self.up.end
                 status = 408 if end is End.SRC_TIMEOUT else 400 if end is End.BAD_FRAMING else 0
-                return jobs + self._fail(None, self.term, status)
+                return jobs + self._fail(None, None, status)
             return jobs + self._fail(RetryEvent.JUNK_RESPONSE if raw else RetryEvent.EMPTY_RESPONSE,
-                                     Termination(Cause.SERVER_ABORT, H), 502)
+                                     Cause.SERVER_ABORT, 502)
         try:
             resp = parse_response(raw, req.method, req.upgrade is not None, index)
         except HeadError as exc:
             return self._observe(Observed.HTTP_HDRRSP) + self._fail(
-                RetryEvent.JUNK_RESPONSE, Termination(Cause.PROXY, H), exc.status)
-        jobs = self._observe(status_event(resp.status)) if self.observing else []
+                RetryEvent.JUNK_RESPONSE, Cause.PROXY, exc.status)
+        jobs = [Observe(status_event(resp.status))] if self.observing else []
         if resp.status < 200 and resp.status != 101:
             if req.version == b"1.0":
                 return jobs + [ReadHead()]  # no 1xx to an HTTP/1.0 client (RFC 9110 section 15.2)
@@ -530,47 +529,59 @@ class StreamMachine:
         self.resp_raw = raw
         self.t_resp = now
         policy = self.policy
-        if resp.status in policy.retry_on and decide(policy, RetryEvent.STATUS, self.left, status=resp.status,
-                                                     replayable=self.replayable, answered=self.answered).again:
-            return jobs + self._fail(RetryEvent.STATUS, NORMAL, 0, resp.status)  # dropped with its connection
+        if resp.status in policy.retry_on:
+            verdict = decide(policy, RetryEvent.STATUS, self.left, status=resp.status, replayable=self.replayable,
+                             answered=self.answered)
+            if verdict.again:
+                return jobs + self._retry(verdict, RetryEvent.STATUS, resp.status)  # dropped with its connection
         if resp.status == 101:
             return jobs + self._switch_protocols(resp)
         return jobs + self._final(resp)
 
     def _on_interim_sent(self, n: int, status: int) -> list:
         if not n:
-            return self._fail(None, Termination(Cause.CLIENT_ABORT, PH_HEADERS), 0)
+            return self._fail(None, Cause.CLIENT_ABORT)
         self.head_out += n
         self.interim = [*self.interim, status]
         self.state = State.SEND
         return [ReadHead()]
 
-    def _fail(self, event: RetryEvent | None, term: Termination, status: int = 0, response: int = 0) -> list:
-        """The attempt failed before any response byte reached the client: retry it, or
-        answer `status` (0: just close) and end with `term`."""
+    def _fail(self, event: RetryEvent | None, cause: Cause | None, status: int = 0, response: int = 0) -> list:
+        """The attempt failed before any response byte reached the client (`event`: which
+        retry-on event it was, None: none): retry it as http/retry.py decides, or answer
+        `status` (0: just close) and end with `cause` in the phase the stream is in (None:
+        the termination recorded already, a failed request body's)."""
         verdict = self._verdict(event, response)
+        if verdict.again:
+            return self._retry(verdict, event, response)
         jobs = self._stop_body() + [Release(False)]
         self.lease = None
-        lease_server = self.server
-        if verdict.again and event is not RetryEvent.IDLE_CLOSED:
-            jobs.append(Warn(f"backend {self.be_name} server {lease_server.model.name}: "
+        if cause is not None:
+            self.end(cause)
+        if status:
+            return jobs + self._error_page(status)
+        return jobs + self._finish(False)
+
+    def _retry(self, verdict: Retry, event: RetryEvent, response: int) -> list:
+        """Make the request again as `verdict` says: the connection is dropped (never
+        reused: the server answered or failed on it), retries counted, the next server chosen."""
+        jobs = self._stop_body() + [Release(False)]
+        self.lease = None
+        server = self.server
+        if event is not RetryEvent.IDLE_CLOSED:
+            jobs.append(Warn(f"backend {self.be_name} server {server.model.name}: "
                              + (f"status {response}" if event is RetryEvent.STATUS else event.value)
                              + ", retrying"))
-        if not verdict.again:
-            self.end(term.cause, term.phase)
-            if status:
-                return jobs + self._error_page(status)
-            return jobs + self._finish(False)
         self.allow_reuse = self.allow_reuse and not verdict.fresh
         if verdict.counted:
             self.left -= 1
             self.retries += 1
             self.bec.wretr += 1
-            lease_server.counters.wretr += 1
-            self.failed = lease_server
-        self.only = lease_server.index if verdict.same_server else None
+            server.counters.wretr += 1
+            self.failed = server
+        self.only = server.index if verdict.same_server else None
         if verdict.elsewhere:
-            self.avoid = self.avoid | {lease_server.index}
+            self.avoid = self.avoid | {server.index}
         return jobs + self.attempt()
 
     def _verdict(self, event: RetryEvent | None, response: int) -> Retry:
@@ -590,10 +601,7 @@ class StreamMachine:
         """101 to an Upgrade request: relay the 101, then tunnel both ways until both sides
         closed (haproxy's tunnel mode). Only now, once the server agreed, does the connection
         stop being HTTP."""
-        req = self.req
-        if self.body == 1:
-            self.end(Cause.PROXY)
-            return self._finish(False, False)  # a body still being sent cannot turn into tunnel bytes
+        req = self.req  # (never with a body: http/h1.py sets no upgrade on a request that has one)
         head = forward_response_head(resp, req.version, True, self.route.response_rules, self.info, req, self.view)
         self.phase = PH_DATA
         self.state = State.TUNNEL
@@ -608,7 +616,7 @@ class StreamMachine:
         self.up, self.down = up, down
         t = tunnel_termination(up, down)
         if not t.normal:
-            self.end(t.cause, t.phase)
+            self.end(t.cause)  # (in the data phase, as the tunnel's termination)
         return self._finish(False, False)
 
     def response_verdict(self, resp) -> tuple:
