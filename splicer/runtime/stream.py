@@ -11,8 +11,8 @@ other request walks the same machine with some of its jobs on the loop.
 Theory of operation. A session (runtime/session.py) routes a request head and hands it to a
 new Stream, whose begin() runs the machine's first jobs. Each job's end is an event fed to
 the machine (step()), whose answer is the next jobs. The machine's Finish job ends the
-stream: record() counts it on the frontend, backend and server (bytes, statuses, its
-termination) and logs it, in one place, then the session reads the next head or closes.
+stream: runtime/accounting.py counts it on the frontend, backend and server (bytes,
+statuses, its termination) and logs it, then the session reads the next head or closes.
 With `observe layer7`, the machine's Observe jobs report what the server's responses showed
 to its health (Server.observe). A stream whose server connection splicer shut down under it
 (on-marked-down / on-marked-up, Backend.shutdown_streams) ends as the server's early end
