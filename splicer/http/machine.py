@@ -229,12 +229,23 @@ TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.TUNNEL, Ev.TUNNEL_END): ("_on_tunnel_end", frozenset({S.DONE})),
     (S.ANSWER, Ev.REPLIED): ("_on_replied", frozenset({S.DONE})),
     (S.ANSWER, Ev.BODY): ("_on_body", frozenset({S.ANSWER})),
+    # over (killed while a job was still out): what that job reports later changes nothing,
+    # and a connection lent after the end goes back at once
     (S.DONE, Ev.BODY): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.TIMER): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.KILLED): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.HEAD): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.SEND_FAILED): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.SENT): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.INTERIM_SENT): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.TUNNEL_END): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.REPLIED): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.BUFFERED): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.NO_SERVER): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.LEASED): ("_on_late_lease", frozenset({S.DONE})),
 }
 """(state, event) -> (handler, the states it may lead to). An event not listed for a state
-is a bug of the driver (StreamMachineError). KILLED is taken in every state but DONE."""
+is a bug of the driver (StreamMachineError). KILLED is taken in every state."""
 for _s in STATE_NAMES:
     if _s != State.DONE:
         TRANSITIONS[(_s, Ev.KILLED)] = ("_on_killed", frozenset({S.DONE}))
@@ -791,6 +802,9 @@ class StreamMachine:
 
     def _ignore(self, *args) -> list:
         return []
+
+    def _on_late_lease(self, lease, client_gone: bool) -> list:
+        return [Release(False)]
 
     def _finish(self, keep: bool, reusable: bool = False) -> list:
         """The stream is over: stop a request body still moving, give the connection back

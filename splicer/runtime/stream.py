@@ -424,6 +424,10 @@ class Stream(StreamMachine):
         """Engine callback: the response head and body went to the client (or not)."""
         chained, self._chained = self._chained, 0
         job, self._responding = self._responding, None
+        if self.state == State.DONE:  # killed meanwhile (a hard stop): the session is gone
+            if chained:
+                self.fe.mover.engine.cancel((chained, None), _ignore)
+            return
         if c.end is _CANCELLED:
             # the engine was closed (a hard stop) while the body moved: killed where it was,
             # and the client reset (a close-delimited body must not look complete)

@@ -882,3 +882,26 @@ def view_of(req):
     from splicer.http.sample import RequestView
     return RequestView(req.method, req.target, req.target.partition(b"?")[0], b"1.1", req.headers, "192.0.2.1",
                        4000, "10.0.0.1", 80, False, {})
+
+
+@pytest.mark.parametrize("ev, args", [
+    (Ev.HEAD, (OK_5, None, None, 1.0)), (Ev.SEND_FAILED, ()), (Ev.SENT, (True, Result(End.DONE))),
+    (Ev.INTERIM_SENT, (0, 100)), (Ev.TUNNEL_END, (0, None, None)), (Ev.REPLIED, (10,)),
+    (Ev.BUFFERED, (b"x", None)), (Ev.NO_SERVER, ("sQ", 0, None)), (Ev.BODY, (Result(End.DONE),)),
+    (Ev.TIMER, ()), (Ev.KILLED, (Cause.KILLED,)),
+])
+def test_what_a_job_reports_after_the_stream_was_killed_changes_nothing(ev, args):
+    m = machine()
+    m.start()
+    m.leased(lease())
+    m.killed()
+    assert m.feed(ev, *args) == []
+    assert (m.state, str(m.term), m.status, m.head_out) == (State.DONE, "KH", 0, 0)
+
+
+def test_a_connection_lent_after_the_end_goes_back_at_once():
+    m = machine()
+    m.start()
+    m.killed()
+    assert m.leased(lease()) == [Release(False)]
+    assert str(m.term) == "KQ"
