@@ -54,6 +54,15 @@ def machine(raw=b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", policy=RetryPolicy(), fir
     return m
 
 
+def sending(raw=b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", via=None, **kw):
+    """A machine whose request went out on `via` (a lease; a new one by default): in SEND,
+    waiting for the response head."""
+    m = machine(raw, **kw)
+    m.start()
+    m.leased(via or lease())
+    return m
+
+
 def test_fast_walk_is_four_events_and_both_connections_go_on():
     m = machine()
     assert m.start() == [Acquire(frozenset(), None, True, 3)]
@@ -89,9 +98,7 @@ def test_a_body_not_all_there_moves_separately_and_the_head_waits():
 
 
 def test_interim_heads_are_relayed_then_the_final_one():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     jobs = m.head(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n", None, None, 1.0)
     assert isinstance(jobs[-1], Interim) and m.state == State.INTERIM and m.answered
     assert jobs[-1].data.startswith(b"HTTP/1.1 103 Early Hints\r\n")
@@ -102,17 +109,13 @@ def test_interim_heads_are_relayed_then_the_final_one():
 
 
 def test_no_interim_head_to_an_http10_client():
-    m = machine(b"GET / HTTP/1.0\r\n\r\n")
-    m.start()
-    m.leased(lease())
+    m = sending(b"GET / HTTP/1.0\r\n\r\n")
     assert m.head(b"HTTP/1.1 100 Continue\r\n\r\n", None, None, 1.0) == [Observe(Observed.HTTP_OK), ReadHead()]
     assert m.state == State.SEND and not m.answered
 
 
 def test_idle_connection_closed_under_a_replayable_request_is_retried_on_a_new_one():
-    m = machine()
-    m.start()
-    m.leased(lease(reused=True))
+    m = sending(via=lease(reused=True))
     assert m.head(b"", None, None, 1.0) == [Release(False), Acquire(frozenset(), None, False, 3)]
     assert (m.retries, m.term, m.state) == (0, NORMAL, State.QUEUE)
 
@@ -129,9 +132,7 @@ def test_idle_connection_closed_under_a_post_is_answered_502_never_replayed():
 
 
 def test_response_timeout_is_a_504_and_tells_the_servers_health():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     assert m.head(b"", None, "timeout", 1.0) == [Observe(Observed.HTTP_READ_TIMEOUT), Release(False), Reply(None, 504)]
     assert str(m.term) == "sH"
 
@@ -181,9 +182,7 @@ def test_an_early_error_ends_the_body_after_a_grace_and_closes():
 
 def test_an_early_2xx_waits_for_the_body_then_both_go_on():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
-    m = machine(raw)
-    m.start()
-    m.leased(lease())
+    m = sending(raw)
     m.head(b"HTTP/1.1 204 No Content\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.DONE)) == []
     assert m.body_ended(Result(End.DONE, 100000, 100000, 0)) == [Finish(True, True)]
@@ -191,9 +190,7 @@ def test_an_early_2xx_waits_for_the_body_then_both_go_on():
 
 def test_a_request_body_that_times_out_shuts_the_server_side_and_answers_408():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
-    m = machine(raw)
-    m.start()
-    m.leased(lease())
+    m = sending(raw)
     assert m.body_ended(Result(End.SRC_TIMEOUT, 10)) == [ShutServer()]
     assert str(m.term) == "cD"
     assert m.head(b"", None, None, 1.0) == [Release(False), Reply(None, 408)]
@@ -208,18 +205,14 @@ def test_no_server_is_a_503_with_the_backends_termination():
 
 
 def test_a_response_body_cut_short_aborts_the_client_with_a_fin():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     m.head(OK_5, None, None, 1.0)
     assert m.sent(True, Result(End.SRC_EOF, 2)) == [Abort(False), Finish(False, False)]
     assert str(m.term) == "SD"
 
 
 def test_killed_while_waiting_for_the_response_gives_the_connection_back_and_resets():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     assert m.killed() == [Abort(True), Finish(False, False)]
     assert str(m.term) == "KH" and m.state == State.DONE
     assert m.killed() == []  # a second report changes nothing
@@ -229,18 +222,14 @@ def test_a_stopped_request_body_ends_before_the_connection_is_given_back():
     """EndBody comes first: the body's transfer may still use the server socket that the
     release closes (the driver runs what follows once it has stopped)."""
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    m = machine(raw)
-    m.start()
-    m.leased(lease())
+    m = sending(raw)
     assert m.head(b"HTTP/1.1 502 Bad\r\nContent", None, None, 1.0) == [
         Observe(Observed.HTTP_HDRRSP), EndBody(), Release(False), Reply(None, 502)]
     assert m.body == 2
 
 
 def test_no_observe_job_unless_the_health_observes_responses():
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False)
     assert m.head(b"", None, "timeout", 1.0) == [Release(False), Reply(None, 504)]
 
 
@@ -325,9 +314,7 @@ def test_a_body_larger_than_a_buffer_is_never_sent_with_its_head():
 
 
 def test_failed_connects_and_a_redispatch_count_where_the_log_reads_them():
-    m = machine(policy=RetryPolicy(3))
-    m.start()
-    m.leased(lease(failures=2, redispatched=True))
+    m = sending(policy=RetryPolicy(3), via=lease(failures=2, redispatched=True))
     assert (m.retries, m.left, m.redispatched, m.phase) == (2, 1, True, Phase.HEADERS)
 
 
@@ -347,9 +334,7 @@ def test_a_retry_to_the_same_server_counts_no_redispatch():
 
 def test_retries_used_up_answer_the_servers_status():
     policy = RetryPolicy(1, frozenset({503}), False)
-    m = machine(policy=policy, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(policy=policy, observing=False)
     m.head(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     m.leased(lease())
     jobs = m.head(b"HTTP/1.1 503 Busy\r\nContent-Length: 4\r\n\r\n", None, None, 2.0)
@@ -368,9 +353,7 @@ def test_retries_used_up_answer_the_servers_status():
 ])
 def test_no_head_is_a_502_and_the_servers_health_hears_it_unless_a_reused_connection_closed(
         raw, reused, observed, term, status):
-    m = machine(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-    m.start()
-    m.leased(lease(reused=reused))
+    m = sending(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", via=lease(reused=reused))
     jobs = m.head(raw, None, None, 1.0)
     assert jobs == ([Observe(observed)] if observed else []) + [Release(False), Reply(None, status)]
     assert (str(m.term), m.status, m.lease) == (term, status, None)
@@ -386,42 +369,32 @@ def test_a_killed_connection_is_not_the_servers_fault():
 
 
 def test_an_oversized_response_head_is_a_502_by_the_proxy():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     assert m.head(b"", None, "too-large", 1.0) == [Observe(Observed.HTTP_HDRRSP), Release(False), Reply(None, 502)]
     assert str(m.term) == "PH"
 
 
 def test_an_invalid_response_head_is_answered_with_its_status():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     jobs = m.head(b"HTTP/1.1 2x0 OK\r\n\r\n", None, None, 1.0)
     assert jobs == [Observe(Observed.HTTP_HDRRSP), Release(False), Reply(None, 502)]
     assert str(m.term) == "PH" and m.t_resp == 0.0
 
 
 def test_a_send_failure_on_a_new_connection_is_a_502():
-    m = machine()
-    m.start()
-    m.leased(lease(reused=False))
+    m = sending(via=lease(reused=False))
     assert m.send_failed() == [Release(False), Reply(None, 502)]
     assert str(m.term) == "SH"
 
 
 def test_a_send_failure_on_a_reused_connection_is_sent_again_on_a_new_one():
-    m = machine()
-    m.start()
-    m.leased(lease(reused=True))
+    m = sending(via=lease(reused=True))
     assert m.send_failed() == [Release(False), Acquire(frozenset(), None, False, 3)]
     assert m.term == NORMAL and m.retries == 0
 
 
 def test_a_client_gone_while_an_interim_head_went_out_ends_the_stream_without_a_page():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     m.head(b"HTTP/1.1 100 Continue\r\n\r\n", None, None, 1.0)
     assert m.interim_status == 100
     assert m.interim_sent(0, 100) == [Release(False), Finish(False, False)]
@@ -429,9 +402,7 @@ def test_a_client_gone_while_an_interim_head_went_out_ends_the_stream_without_a_
 
 
 def test_after_an_interim_head_no_retry_replaces_the_response():
-    m = machine(policy=RetryPolicy(3, frozenset({"empty-response"})))
-    m.start()
-    m.leased(lease())
+    m = sending(policy=RetryPolicy(3, frozenset({"empty-response"})))
     m.head(b"HTTP/1.1 103 Early Hints\r\n\r\n", None, None, 1.0)
     m.interim_sent(30, 103)
     assert m.head(b"", None, None, 2.0)[-1] == Reply(None, 502)
@@ -464,9 +435,7 @@ def test_after_an_interim_head_no_retry_replaces_the_response():
      (2, False, False, False, False), False, True),
 ])
 def test_the_final_response_is_framed_as_it_came(req_raw, resp_raw, respond, keep, reusable):
-    m = machine(req_raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(req_raw, observing=False)
     jobs = m.head(resp_raw, None, None, 3.0)
     assert len(jobs) == 1 and type(jobs[0]) is Respond
     assert jobs[0][1:] == respond
@@ -479,17 +448,13 @@ def test_a_soft_stopping_worker_closes_after_the_response():
     class Stopping(StreamMachine):
         __slots__ = ()
         stopping = True
-    m = machine(observing=False, cls=Stopping)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, cls=Stopping)
     jobs = m.head(OK_5, None, None, 1.0)
     assert jobs[-1].then_head is False and b"Connection: close" in jobs[-1].head and m.reusable
 
 
 def test_splice_never_copies_every_body():
-    m = machine(observing=False, splice_response=SplicePolicy.NEVER)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, splice_response=SplicePolicy.NEVER)
     assert m.head(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", None, None, 1.0)[-1].splice is False
 
 
@@ -502,18 +467,14 @@ def test_splice_never_copies_every_body():
     (End.DST_ERROR, b"Connection: close", Abort(False), "CD"),     # the client is gone anyway
 ])
 def test_a_response_body_that_breaks_off_aborts_the_client(end, framing, abort, term):
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False)
     m.head(b"HTTP/1.1 200 OK\r\n" + framing + b"\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(end, 2)) == [abort, Finish(False, False)]
     assert (str(m.term), m.status, m.down) == (term, 200, Result(end, 2))
 
 
 def test_a_chunked_body_whose_framing_breaks_tells_the_servers_health():
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     m.head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.BAD_FRAMING, 9)) == [Observe(Observed.HTTP_RSP), Abort(False),
                                                        Finish(False, False)]
@@ -521,9 +482,7 @@ def test_a_chunked_body_whose_framing_breaks_tells_the_servers_health():
 
 
 def test_a_response_head_the_client_never_got_is_no_status():
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False)
     m.head(OK_5, None, None, 1.0)
     assert m.sent(False, None) == [Finish(False, False)]
     assert (str(m.term), m.status, m.head_out) == ("CD", 0, 0)
@@ -531,9 +490,7 @@ def test_a_response_head_the_client_never_got_is_no_status():
 
 def test_a_body_that_failed_before_the_answer_keeps_neither_connection():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
-    m = machine(raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False)
     m.body_ended(Result(End.SRC_EOF, 10))
     m.head(b"HTTP/1.1 400 Bad\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.DONE)) == [Finish(False, False)]
@@ -542,9 +499,7 @@ def test_a_body_that_failed_before_the_answer_keeps_neither_connection():
 
 def test_a_body_that_fails_after_an_early_2xx_keeps_neither_connection():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
-    m = machine(raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False)
     m.head(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.DONE)) == []
     assert m.body_ended(Result(End.SRC_TIMEOUT, 10)) == [ShutServer(), Finish(False, False)]
@@ -553,9 +508,7 @@ def test_a_body_that_fails_after_an_early_2xx_keeps_neither_connection():
 
 def test_the_grace_wait_ends_with_the_body_when_it_reports_in_time():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
-    m = machine(raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False)
     m.head(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.DONE)) == [Wait(BODY_GRACE)]
     assert m.body_ended(Result(End.DONE, 100)) == [Finish(False, True)]
@@ -569,9 +522,7 @@ SWITCH = b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: w
 
 
 def test_the_101_head_is_relayed_as_the_server_sent_it():
-    m = machine(UPGRADE, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(UPGRADE, observing=False)
     (job,) = m.head(SWITCH, None, None, 1.0)
     assert job == Tunnel(SWITCH) and m.phase == Phase.DATA
 
@@ -584,18 +535,14 @@ def test_the_101_head_is_relayed_as_the_server_sent_it():
     (Result(End.SRC_EOF), Result(End.SRC_EOF), "--"),
 ])
 def test_a_tunnel_ends_with_who_ended_it(up, down, term):
-    m = machine(UPGRADE, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(UPGRADE, observing=False)
     m.head(SWITCH, None, None, 1.0)
     assert m.tunnel_ended(len(SWITCH), up, down) == [Finish(False, False)]
     assert (str(m.term), m.up, m.down, m.head_out, m.status) == (term, up, down, len(SWITCH), 101)
 
 
 def test_a_101_the_client_never_got_ends_the_stream():
-    m = machine(UPGRADE, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(UPGRADE, observing=False)
     m.head(SWITCH, None, None, 1.0)
     assert m.tunnel_ended(0, None, None) == [Finish(False, False)]
     assert (str(m.term), m.status) == ("CD", 0)
@@ -605,9 +552,7 @@ def test_a_101_to_a_request_with_a_body_is_no_valid_response():
     """A request with a body is no upgrade (http/h1.py): a 101 to it is a junk response, and
     the body still moving is stopped before the connection is given back."""
     raw = b"POST /ws HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 99\r\n\r\n"
-    m = machine(raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False)
     assert m.head(SWITCH, None, None, 1.0) == [EndBody(), Release(False), Reply(None, 502)]
     assert str(m.term) == "PH"
 
@@ -621,9 +566,7 @@ def response_rules(*lines: str) -> dict:
 
 
 def test_a_response_rule_deny_answers_instead_of_the_server():
-    m = machine(observing=False, **response_rules("deny"))
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, **response_rules("deny"))
     jobs = m.head(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     assert jobs[0] == Release(True)  # no body: the server connection stays usable
     assert type(jobs[1]) is Reply and jobs[1].data.startswith(b"HTTP/1.1 502 Bad Gateway\r\n")
@@ -633,9 +576,7 @@ def test_a_response_rule_deny_answers_instead_of_the_server():
 
 
 def test_a_response_rule_answer_drops_a_server_connection_that_had_a_body():
-    m = machine(observing=False, **response_rules("return status 200 content-type text/plain string hi"))
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, **response_rules("return status 200 content-type text/plain string hi"))
     jobs = m.head(OK_5, None, None, 1.0)
     assert jobs[0] == Release(False) and jobs[1].status == 200 and str(m.term) == "LH"
     assert m.replied(0) == [Finish(False, False)] and m.status == 0  # the client was gone
@@ -643,9 +584,7 @@ def test_a_response_rule_answer_drops_a_server_connection_that_had_a_body():
 
 def test_a_response_rule_answer_while_the_body_moves_stops_it_and_closes():
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
-    m = machine(raw, observing=False, **response_rules("deny"))
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False, **response_rules("deny"))
     jobs = m.head(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     assert jobs[:2] == [EndBody(), Release(False)] and b"\r\nconnection: close\r\n" in jobs[2].data.lower()
     assert m.replied(10) == [Finish(False, False)]
@@ -664,9 +603,7 @@ def test_a_response_rule_set_status_and_header_go_into_the_forwarded_head():
 
 
 def test_a_status_set_to_304_drops_the_servers_body_and_connection():
-    m = machine(observing=False, **response_rules("set-status 304"))
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, **response_rules("set-status 304"))
     (job,) = m.head(OK_5, None, None, 1.0)
     assert (job.count, m.reusable, m.keep) == (0, False, True)
 
@@ -693,9 +630,7 @@ def test_no_persistence_hook_runs_unless_the_backend_persists():
 
         def persist_fields(self, resp):
             raise AssertionError("not asked")
-    m = machine(observing=False, cls=Failing)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False, cls=Failing)
     assert m.head(OK_5, None, None, 1.0)[-1].head == OK_5
     assert machine().persist_fields(None) is None  # the machine's own hook changes nothing
 
@@ -714,9 +649,7 @@ RETRY_ALL = RetryPolicy(3, frozenset({"junk-response", "response-timeout", "empt
     (b"", None, "empty-response"),
 ])
 def test_each_failure_is_its_own_retry_on_event(raw, failure, event):
-    m = machine(policy=RETRY_ALL, observing=False)
-    m.start()
-    m.leased(lease(server(2, "web3")))
+    m = sending(policy=RETRY_ALL, observing=False, via=lease(server(2, "web3")))
     jobs = m.head(raw, None, failure, 1.0)
     assert jobs == [Release(False), Warn(f"backend farm server web3: {event}, retrying"),
                     Acquire(frozenset(), 2, True, 2)]
@@ -730,43 +663,33 @@ def test_each_failure_is_its_own_retry_on_event(raw, failure, event):
 ])
 def test_a_failed_request_body_is_answered_by_how_it_failed(end, status, jobs_after):
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    m = machine(raw, policy=RETRY_ALL, observing=False)
-    m.start()
-    m.leased(lease(reused=True))
+    m = sending(raw, policy=RETRY_ALL, observing=False, via=lease(reused=True))
     m.body_ended(Result(end, 7))
     assert m.head(b"", None, None, 1.0) == [Release(False)] + jobs_after
     assert (str(m.term), m.status, m.up) == ("C" + "D" if end is not End.SRC_TIMEOUT else "cD", status, Result(end, 7))
 
 
 def test_a_head_request_gets_no_body_whatever_the_length_says():
-    m = machine(b"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(b"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", observing=False)
     assert m.head(OK_5, None, None, 1.0)[-1][1:] == (0, False, False, False, True)
 
 
 def test_the_interim_head_is_relayed_exactly():
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False)
     assert m.head(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n", None, None, 1.0) == [
         Interim(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")]
 
 
 def test_no_retry_on_a_status_after_an_interim_head_reached_the_client():
     policy = RetryPolicy(3, frozenset({503}))
-    m = machine(policy=policy, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(policy=policy, observing=False)
     m.head(b"HTTP/1.1 100 Continue\r\n\r\n", None, None, 1.0)
     m.interim_sent(25, 100)
     assert type(m.head(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", None, None, 2.0)[-1]) is Respond
 
 
 def test_an_error_page_after_an_interim_head_adds_to_what_went_out():
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(observing=False)
     m.head(b"HTTP/1.1 100 Continue\r\n\r\n", None, None, 1.0)
     m.interim_sent(25, 100)
     m.head(b"", None, "timeout", 2.0)
@@ -776,9 +699,7 @@ def test_an_error_page_after_an_interim_head_adds_to_what_went_out():
 
 def test_no_server_after_a_retry_adds_its_retries_and_names_the_server_tried():
     policy = RetryPolicy(3, frozenset({503}))
-    m = machine(policy=policy, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(policy=policy, observing=False)
     m.head(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", None, None, 1.0)
     s = server(1, "web2")
     assert m.no_server("SC", 2, s) == [Reply(None, 503)]
@@ -786,9 +707,7 @@ def test_no_server_after_a_retry_adds_its_retries_and_names_the_server_tried():
 
 
 def test_a_retry_that_is_no_retry_on_event_warns_nothing():
-    m = machine(observing=False)
-    m.start()
-    m.leased(lease(reused=True))
+    m = sending(observing=False, via=lease(reused=True))
     assert not any(type(j) is Warn for j in m.head(b"", None, None, 1.0))
 
 
@@ -838,9 +757,7 @@ def test_the_101_head_carries_the_response_rules():
 
 
 def test_an_http10_client_gets_the_chunked_body_dechunked_and_closed():
-    m = machine(b"GET / HTTP/1.0\r\n\r\n", observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(b"GET / HTTP/1.0\r\n\r\n", observing=False)
     m.head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", None, None, 1.0)
     assert m.sent(True, Result(End.SRC_ERROR, 3)) == [Abort(True), Finish(False, False)]
 
@@ -848,9 +765,7 @@ def test_an_http10_client_gets_the_chunked_body_dechunked_and_closed():
 @pytest.mark.parametrize("status, keep", [(199 + 1, True), (299, True), (300, False), (404, False)])
 def test_only_a_2xx_before_the_whole_body_lets_both_connections_go_on(status, keep):
     raw = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
-    m = machine(raw, observing=False)
-    m.start()
-    m.leased(lease())
+    m = sending(raw, observing=False)
     (job,) = m.head(b"HTTP/1.1 %d X\r\nContent-Length: 0\r\n\r\n" % status, None, None, 1.0)
     assert job.then_head is False and m.keep is keep
     assert m.sent(True, Result(End.DONE)) == ([] if keep else [Wait(BODY_GRACE)])
@@ -891,9 +806,7 @@ def view_of(req):
     (Ev.TIMER, ()), (Ev.KILLED, (Cause.KILLED,)),
 ])
 def test_what_a_job_reports_after_the_stream_was_killed_changes_nothing(ev, args):
-    m = machine()
-    m.start()
-    m.leased(lease())
+    m = sending()
     m.killed()
     assert m.feed(ev, *args) == []
     assert (m.state, str(m.term), m.status, m.head_out) == (State.DONE, "KH", 0, 0)
