@@ -115,6 +115,7 @@ struct spl_slot {
 	uint8_t ready;         /* the slot is on the ready list (budget used up) */
 	uint8_t hstarted;      /* HEAD: the head's first byte was seen */
 	uint8_t prefetched;    /* SEND: the body bytes to send behind the head were looked for */
+	uint8_t hindexed;      /* HEAD: the head in hbuf is tokenized already (spl_relay) */
 	uint32_t phase;        /* enum spl_phase the job is in */
 	uint32_t out_off;      /* SEND: bytes of the out buffer written */
 	uint32_t out_total;    /* SEND: out_len plus body bytes read in behind the head (COPY) */
@@ -126,6 +127,11 @@ struct spl_slot {
 	uint32_t hinfo;        /* HEAD: struct spl_done.head_info */
 	uint32_t hmore;        /* HEAD: struct spl_done.head_more */
 	uint64_t phase_ms;     /* HEAD: when it started waiting, then when its first byte came */
+	int32_t rbuf;          /* RELAY: the head buffer of the response head being relayed, -1 = none */
+	uint32_t rlen;         /* RELAY: its bytes */
+	uint32_t relayed;      /* RELAY: bytes of the response head as forwarded (0: not relayed) */
+	uint32_t rflags;       /* RELAY: enum spl_relay_flag of the completion */
+	uint64_t rhead_ms;     /* RELAY: when the response head was in */
 };
 
 struct spl_engine {
@@ -447,6 +453,19 @@ static void spl_index_head(struct spl_engine *e, const struct spl_slot *s, uint3
 		idx[0] = SPL_H1_UNSURE;
 }
 
+/* Lends the relayed response head (indexed when the relay began) to the completion d. */
+static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_done *d)
+{
+	uint64_t ms = e->now_ms - s->rhead_ms;
+
+	d->head_buf = s->rbuf;
+	d->head_len = s->rlen;
+	d->relayed = s->relayed;
+	d->relay_flags = s->rflags;
+	d->relay_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+	s->rbuf = -1;
+}
+
 /* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
 static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
 {
@@ -483,16 +502,19 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 		if (s->hgot > 0) { /* lent to Python with the completion */
 			d.head_buf = s->hbuf;
 			d.head_len = s->hgot;
-			spl_index_head(e, s, how);
+			if (!s->hindexed)
+				spl_index_head(e, s, how);
 		} else {
 			e->hfree[e->nhfree++] = s->hbuf;
 		}
 		s->hbuf = -1;
+	} else if (s->rbuf != -1) { /* a relay that failed: the response head goes with it */
+		spl_relay_done(e, s, &d);
 	}
 	d.head_info = s->hinfo;
 	d.head_more = s->hmore;
 	spl_post(e, &d);
-	if (s->job.flags & SPL_JOB_THEN_HEAD) { /* the head job that was to follow never starts */
+	if (s->job.flags & (SPL_JOB_THEN_HEAD | SPL_JOB_RELAY)) { /* the head job that was to follow never starts */
 		memset(&d, 0, sizeof(d));
 		d.id = s->job.next_id;
 		d.res = -ECANCELED;
@@ -983,6 +1005,8 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	d.side = SPL_SIDE_SRC;
 	d.phase = SPL_PHASE_END;
 	d.head_buf = -1;
+	if (s->rbuf != -1)
+		spl_relay_done(e, s, &d);
 	spl_post(e, &d);
 	if (s->ready) {
 		for (i = 0; i < e->nready; i++) {
@@ -1023,6 +1047,83 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	spl_timer_set(e, s);
 }
 
+/* SPL_JOB_RELAY: the job in slot s read the response head, whole. When spl_h1_relay() takes
+ * it, turns the slot into the job that sends it on to the client with its body, chained to
+ * the client's next request head (as a SPL_JOB_THEN_HEAD job the caller would submit), the
+ * response head's buffer kept for the completion. Returns 1 when the slot goes on so, 0 when
+ * the head needs the caller (the job then ends with it). */
+static int spl_relay(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_job *job = &s->job;
+	char *head = e->hbufs + (size_t)s->hbuf * e->hbuf_size;
+	uint32_t *idx = spl_hidx(e, s->hbuf);
+	struct spl_pipe *pipe = NULL;
+	uint64_t body = 0;
+	ssize_t n;
+	int server = job->dst_fd, splice_it, tmp;
+
+	if (s->hbuf == -1 || s->hgot == 0)
+		return 0;
+	spl_h1_parse(head, s->hgot, idx); /* the index the completion carries, relayed or not */
+	n = spl_h1_relay(head, s->hgot, idx, job->relay_status_max, job->relay_flags & SPL_RELAY_NO_BODY,
+			 spl_obuf_of(e, s), e->cfg.bufsize, &body);
+	if (n <= 0) {
+		s->hindexed = 1; /* (spl_finish need not tokenize it again) */
+		return 0;
+	}
+	splice_it = body > 0 && body >= job->splice_min;
+	if (splice_it && spl_pipe_get(e->pool, &pipe) != 0) {
+		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
+		return 0; /* the caller moves it (its own job finds a pipe, or the loop copies) */
+	}
+	if (s->reg[0] == -1 && spl_attach(e, s, 0, job->cli_fd, job->cli_gen) != 0) {
+		if (pipe != NULL)
+			spl_pipe_put(e->pool, pipe);
+		return 0;
+	}
+	/* reg[0] the server (src from now on, let go first by spl_chain), reg[1] the client */
+	tmp = s->reg[0];
+	s->reg[0] = s->reg[1];
+	s->reg[1] = tmp;
+	s->rbuf = s->hbuf;
+	s->rlen = s->hgot;
+	s->relayed = (uint32_t)n;
+	s->rflags = splice_it ? SPL_RELAY_SPLICED : 0;
+	s->rhead_ms = e->now_ms;
+	s->hbuf = -1;
+	s->hgot = 0;
+	s->hstarted = 0;
+	s->hmore = 0;
+	job->flags = SPL_JOB_THEN_HEAD | (splice_it ? 0 : SPL_JOB_COPY);
+	job->src_fd = server;
+	job->src_gen = job->dst_gen;
+	job->dst_fd = job->cli_fd;
+	job->dst_gen = job->cli_gen;
+	job->src_idle_ms = job->dst_idle_ms;
+	job->dst_idle_ms = job->cli_idle_ms;
+	job->max_bytes = body;
+	job->out_len = (uint32_t)n;
+	job->head_fd = -1;
+	job->head_first_ms = job->next_first_ms;
+	job->head_ms = job->next_ms;
+	memset(s->dir, 0, sizeof(s->dir));
+	s->dir[0].src = server;
+	s->dir[0].dst = job->cli_fd;
+	s->dir[0].left = body;
+	s->dir[0].pipe = pipe;
+	s->dir[1].src = job->cli_fd;
+	s->dir[1].dst = server;
+	s->dir[1].done = 1;
+	s->prefetched = 0;
+	s->out_off = s->out_total = s->pre = 0;
+	s->copy_have = s->copy_off = 0;
+	s->progress = 0;
+	s->last_ms = e->now_ms;
+	s->phase = SPL_PHASE_SEND;
+	spl_timer_set(e, s);
+	return 1;
+}
+
 /* Runs the job until it waits, uses its turn or ends. */
 static void spl_run(struct spl_engine *e, struct spl_slot *s)
 {
@@ -1053,6 +1154,8 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 				spl_chain(e, s);
 				continue;
 			}
+			if ((s->job.flags & SPL_JOB_RELAY) && spl_relay(e, s))
+				continue;
 			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
 			return;
 		}
@@ -1075,6 +1178,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->job = *job;
 	s->reg[0] = s->reg[1] = -1;
 	s->hbuf = -1;
+	s->rbuf = -1;
 	s->active = 1;
 	s->last_ms = e->now_ms;
 	e->active++;
@@ -1120,12 +1224,12 @@ static void spl_cancel_job(struct spl_engine *e, uint64_t id)
 			spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
 			return;
 		}
-		if ((s->job.flags & SPL_JOB_THEN_HEAD) && s->job.next_id == id) {
+		if ((s->job.flags & (SPL_JOB_THEN_HEAD | SPL_JOB_RELAY)) && s->job.next_id == id) {
 			/* the head job that was to follow is cancelled before it started: the job
-			 * goes on, and ends without becoming it */
+			 * goes on, and ends without becoming it (nor relaying a response) */
 			struct spl_done d;
 
-			s->job.flags &= ~(uint32_t)SPL_JOB_THEN_HEAD;
+			s->job.flags &= ~(uint32_t)(SPL_JOB_THEN_HEAD | SPL_JOB_RELAY);
 			memset(&d, 0, sizeof(d));
 			d.id = id;
 			d.res = -ECANCELED;
@@ -1558,6 +1662,11 @@ static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
 	    (job->dst_fd < 0 || job->head_fd >= 0 || job->next_id == 0 || job->next_id == job->id ||
 	     e->cfg.nbufs == 0 || job->head_limit == 0 || job->head_limit > e->cfg.bufsize))
 		return 0;
+	if ((job->flags & SPL_JOB_RELAY) &&
+	    ((job->flags & (SPL_JOB_THEN_HEAD | SPL_JOB_TUNNEL | SPL_JOB_CHUNKED)) || job->dst_fd < 0 ||
+	     job->head_fd != job->dst_fd || job->out_buf < 0 || job->cli_fd < 0 || job->cli_fd == job->dst_fd ||
+	     (job->src_fd >= 0 && job->src_fd != job->cli_fd) || job->next_id == 0 || job->next_id == job->id))
+		return 0;
 	return job->src_fd != job->dst_fd;
 }
 
@@ -1578,7 +1687,7 @@ int spl_push(struct spl_engine *e, const struct spl_job *job)
 		return -EINVAL;
 	{
 		/* a chained job posts two completions: the completion ring has room for maxjobs */
-		unsigned n = (job->flags & SPL_JOB_THEN_HEAD) ? 2 : 1;
+		unsigned n = (job->flags & (SPL_JOB_THEN_HEAD | SPL_JOB_RELAY)) ? 2 : 1;
 
 		if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + n > e->cfg.maxjobs)
 			return -EAGAIN;
@@ -1646,6 +1755,21 @@ const uint32_t *spl_engine_hidx(const struct spl_engine *e, int32_t idx)
 	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
 		return NULL;
 	return spl_hidx(e, idx);
+}
+
+int spl_job_relaying(const struct spl_engine *e, uint64_t id)
+{
+	uint32_t i;
+
+	if (e == NULL)
+		return 0;
+	for (i = 0; i < e->cfg.maxjobs; i++) {
+		const struct spl_slot *s = &e->slots[i];
+
+		if (s->active && s->job.id == id)
+			return s->rbuf != -1;
+	}
+	return 0;
 }
 
 int spl_fd_quiet(const struct spl_engine *e, int fd, uint32_t gen)

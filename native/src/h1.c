@@ -278,3 +278,98 @@ int spl_h1_parse(const char *buf, size_t len, uint32_t *idx)
 	idx[0] = (uint32_t)rc;
 	return rc;
 }
+
+/* 1 when the value p[0..len) is the single connection option "keep-alive" or "close"
+ * (case-insensitive): the only Connection field a relayed response may carry, since it
+ * names no other field to drop with it. */
+static int spl_h1_plain_connection(const unsigned char *p, size_t len)
+{
+	static const char ka[] = "keep-alive", cl[] = "close";
+	const char *want = len == 10 ? ka : len == 5 ? cl : NULL;
+	size_t i;
+
+	if (want == NULL)
+		return 0;
+	for (i = 0; i < len; i++)
+		if ((p[i] | 0x20) != (unsigned char)want[i])
+			return 0;
+	return 1;
+}
+
+ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t max_status,
+		     uint32_t no_body, char *out, size_t cap, uint64_t *body)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	uint32_t status, n, flags, i, id;
+	uint64_t count = 0;
+	size_t at, o, start, end, k;
+	const uint32_t *f;
+
+	if (buf == NULL || idx == NULL || out == NULL || body == NULL)
+		return -EINVAL;
+	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_RESPONSE || len < 14 || p[5] != '1' || p[7] != '1')
+		return 0; /* unsure, a request, or not HTTP/1.1 (1.0 keep-alive rules differ) */
+	status = idx[5];
+	flags = idx[3];
+	n = idx[2];
+	if (status < 200 || status > max_status || !(flags & SPL_H1_F_PLAIN) ||
+	    (flags & (SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_UPGRADE)))
+		return 0;
+	if (!no_body && status != 204 && status != 304) {
+		if (!(flags & SPL_H1_F_CONTENT_LENGTH))
+			return 0; /* delimited by the server's close: the client connection ends too */
+		for (i = 0; i < n; i++) {
+			f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
+			if (f[4] != SPL_H1_ID_CONTENT_LENGTH)
+				continue;
+			if (f[3] - f[2] > 1 && p[f[2]] == '0')
+				return 0; /* leading zeros: written anew, by Python */
+			if (f[3] - f[2] > 18)
+				return 0; /* beyond any body splicer meets (and 2^63) */
+			for (k = f[2]; k < f[3]; k++)
+				count = count * 10 + (uint64_t)(p[k] - '0');
+		}
+	}
+	/* the status line as splicer writes it: HTTP/1.1 SP status SP reason CRLF */
+	o = 0;
+	if (cap < 13 + (idx[7] - idx[6]) + 2)
+		return 0;
+	memcpy(out, "HTTP/1.1 ", 9);
+	memcpy(out + 9, p + 9, 3);
+	out[12] = ' ';
+	memcpy(out + 13, p + idx[6], idx[7] - idx[6]);
+	o = 13 + (idx[7] - idx[6]);
+	memcpy(out + o, "\r\n", 2);
+	o += 2;
+	/* the field lines as received, less Connection and Keep-Alive; any other hop-by-hop
+	 * field needs Python */
+	at = n ? idx[SPL_H1_HDR_WORDS] : len - 2;
+	for (i = 0; i < n; i++) {
+		f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
+		id = f[4];
+		if (id == SPL_H1_ID_OTHER || id == SPL_H1_ID_CONTENT_LENGTH || id == SPL_H1_ID_HOST ||
+		    id == SPL_H1_ID_EXPECT)
+			continue;
+		if (id == SPL_H1_ID_CONNECTION) {
+			if (!spl_h1_plain_connection(p + f[2], f[3] - f[2]))
+				return 0;
+		} else if (id != SPL_H1_ID_KEEP_ALIVE) {
+			return 0;
+		}
+		start = f[0];
+		end = i + 1 < n ? f[SPL_H1_FIELD_WORDS] : len - 2;
+		if (o + (start - at) > cap)
+			return 0;
+		memcpy(out + o, p + at, start - at);
+		o += start - at;
+		at = end;
+	}
+	if (o + (len - 2 - at) + 2 > cap)
+		return 0;
+	memcpy(out + o, p + at, len - 2 - at);
+	o += len - 2 - at;
+	memcpy(out + o, "\r\n", 2);
+	o += 2;
+	*body = count;
+	return (ssize_t)o;
+}

@@ -21,27 +21,32 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 10
+ABI = 11
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
-_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQ")
+_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQ")
 """struct spl_job as bytes: id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms,
-out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen, pad, next_id
-(native byte order, the offsets the compiler gave; checked below)."""
+out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
+relay_status_max, next_id, cli_fd, cli_gen, cli_idle_ms, next_first_ms, next_ms, relay_flags,
+splice_min (native byte order, the offsets the compiler gave; checked below)."""
 _JOB_FIELDS = ("id", "src_fd", "dst_fd", "max_bytes", "flags", "src_idle_ms", "dst_idle_ms", "out_len",
-               "out_buf", "head_fd", "head_first_ms", "head_ms", "head_limit", "src_gen", "dst_gen", "pad",
-               "next_id")
+               "out_buf", "head_fd", "head_first_ms", "head_ms", "head_limit", "src_gen", "dst_gen",
+               "relay_status_max", "next_id", "cli_fd", "cli_gen", "cli_idle_ms", "next_first_ms", "next_ms",
+               "relay_flags", "splice_min")
 _offsets = [struct.calcsize("=" + _JOB.format[1:i]) for i in range(1, len(_JOB_FIELDS) + 1)]
 if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struct spl_job", f)
                                                               for f in _JOB_FIELDS]:  # pragma: no cover
     raise ImportError("struct spl_job's layout does not match binding._JOB; update both together")
 
-_DONE = struct.Struct("=QQQiIIIiIII")
+_DONE = struct.Struct("=QQQiIIIiIIIIIII")
 """struct spl_done as bytes: id, bytes_fwd, bytes_rev, res, how, side, phase, head_buf,
-head_len, head_info, head_more (checked below): a batch is unpacked in one call, not field by field."""
+head_len, head_info, head_more, relayed, relay_flags, relay_ms, pad (checked below): a batch is
+unpacked in one call, not field by field."""
+_NO_RELAY = (0, -1, 0, 0, 0, 0, 0, 0)
+"""struct spl_job's relay fields of a job without JOB_RELAY."""
 _DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
-                "head_info", "head_more")
+                "head_info", "head_more", "relayed", "relay_flags", "relay_ms", "pad")
 _offsets = [struct.calcsize("=" + _DONE.format[1:i]) for i in range(1, len(_DONE_FIELDS) + 1)]
 if _DONE.size != ffi.sizeof("struct spl_done") or _offsets != [ffi.offsetof("struct spl_done", f)
                                                                 for f in _DONE_FIELDS]:  # pragma: no cover
@@ -113,6 +118,26 @@ def h1_index(head: bytes) -> list[int]:
     if rc < 0:  # pragma: no cover - only for NULL arguments
         _raise(rc, "spl_h1_parse")
     return ffi.unpack(ix, H1_HDR_WORDS + (H1_FIELD_WORDS * ix[2] if rc == H1_OK else 0))
+
+
+def h1_relay(head: bytes, max_status: int, no_body: bool) -> tuple[bytes, int] | None:
+    """What the engine does with the response head `head` of a JOB_RELAY job
+    (spl_h1_relay, native/src/h1.c): (the head as it forwards it, the body's bytes), or None
+    when it leaves the head to Python. Exposed for the tests that hold it to
+    splicer/http/h1.py forwarded_response().
+
+    Args:
+        max_status: the highest status relayed (struct spl_job.relay_status_max).
+        no_body: the request was HEAD (SPL_RELAY_NO_BODY).
+    """
+    ix = _h1_idx
+    lib.spl_h1_parse(head, len(head), ix)
+    out = ffi.new("char[]", len(head) + 64)
+    body = ffi.new("uint64_t *")
+    n = lib.spl_h1_relay(head, len(head), ix, max_status, 1 if no_body else 0, out, len(head) + 64, body)
+    if n < 0:  # pragma: no cover - only for NULL arguments
+        _raise(n, "spl_h1_relay")
+    return (ffi.unpack(out, n), body[0]) if n else None
 
 
 def _raise(rc: int, what: str) -> None:
@@ -296,9 +321,11 @@ class EngineHandle:
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
                head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0,
-               src_gen: int = 0, dst_gen: int = 0, next_id: int = 0) -> None:
+               src_gen: int = 0, dst_gen: int = 0, next_id: int = 0, relay: tuple = _NO_RELAY) -> None:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
-        without waking the engine: call wake() once after a batch of submits.
+        without waking the engine: call wake() once after a batch of submits. `relay`: with
+        JOB_RELAY, the job's (relay_status_max, cli_fd, cli_gen, cli_idle_ms, next_first_ms,
+        next_ms, relay_flags, splice_min).
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -309,7 +336,7 @@ class EngineHandle:
         try:
             _JOB.pack_into(self._jobbuf, 0, job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms,
                            dst_idle_ms, out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit,
-                           src_gen, dst_gen, 0, next_id)
+                           src_gen, dst_gen, relay[0], next_id, *relay[1:])
         except struct.error as exc:  # a value out of its field's range
             raise EngineError(_errno.EINVAL, f"spl_submit: {exc}") from None
         rc = lib.spl_push(self._e, self._job)
@@ -345,6 +372,11 @@ class EngineHandle:
         earlier job, used by none now) holds nothing to read: spl_fd_quiet(), no syscall."""
         return self._e is not None and lib.spl_fd_quiet(self._e, fd, gen) == 1
 
+    def relaying(self, job_id: int) -> bool:
+        """True when the JOB_RELAY job `job_id` is sending its response on by itself now
+        (spl_job_relaying: a scan of the jobs, for the runtime API)."""
+        return self._e is not None and lib.spl_job_relaying(self._e, job_id) == 1
+
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).
 
@@ -362,18 +394,22 @@ class EngineHandle:
 
     def reap(self) -> list[tuple]:
         """Every completion ready now, as (id, bytes_fwd, bytes_rev, res, how, side, phase,
-        head, head_info, index, head_more) tuples; `head` is the bytes the job's head phase
-        read (None when it read none), `index` the engine's tokenization of a whole head as a
-        list of ints (spl_h1_parse; splicer.http.h1.INDEX_OK) when the tokenizer accepted it,
-        else None, `head_more` the bytes the socket held behind the head. Each head buffer is copied out and given back to the engine here."""
+        head, head_info, index, head_more, relayed, relay_flags, relay_ms) tuples; `head` is
+        the bytes the job's head phase read (None when it read none), `index` the engine's
+        tokenization of a whole head as a list of ints (spl_h1_parse; splicer.http.h1.INDEX_OK)
+        when the tokenizer accepted it, else None, `head_more` the bytes the socket held behind
+        the head; a JOB_RELAY job's `relayed` the bytes of the response head it forwarded (0:
+        none; then `head` is that response head), `relay_flags` RELAY_SPLICED, `relay_ms` the
+        ms from that head's end to the completion. Each head buffer is copied out and given
+        back to the engine here."""
         out = []
         d = self._done
         e = self._e
         size = _DONE.size
         while True:
             n = lib.spl_reap(e, d, self.REAP_BATCH)
-            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, more in _DONE.iter_unpack(
-                    self._donebuf[:n * size]):
+            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, more, relayed, rflags, rms, _ in \
+                    _DONE.iter_unpack(self._donebuf[:n * size]):
                 head = index = None
                 if hb >= 0:
                     head = ffi.unpack(self._hbufs[hb], hlen)
@@ -381,7 +417,7 @@ class EngineHandle:
                     if ix[0] == H1_OK:
                         index = ffi.unpack(ix, H1_HDR_WORDS + H1_FIELD_WORDS * ix[2])
                     lib.spl_hbuf_release(e, hb)
-                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more))
+                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms))
             if n < self.REAP_BATCH:
                 return out
 
@@ -448,6 +484,9 @@ JOB_CHUNKED = lib.SPL_JOB_CHUNKED
 JOB_COPY = lib.SPL_JOB_COPY
 JOB_SKIP_EMPTY = lib.SPL_JOB_SKIP_EMPTY
 JOB_THEN_HEAD = lib.SPL_JOB_THEN_HEAD
+JOB_RELAY = lib.SPL_JOB_RELAY
+RELAY_NO_BODY = lib.SPL_RELAY_NO_BODY
+RELAY_SPLICED = lib.SPL_RELAY_SPLICED
 PHASE_SEND = lib.SPL_PHASE_SEND
 PHASE_BODY = lib.SPL_PHASE_BODY
 PHASE_HEAD = lib.SPL_PHASE_HEAD

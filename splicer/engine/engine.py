@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
@@ -115,6 +116,13 @@ class Completion(NamedTuple):
         more: DONE with a head: bytes the socket already held behind the head when it was
             read (a request body that came with its head, a pipelined request), as far as
             the engine's head buffer saw.
+        relayed: a JOB_RELAY job that forwarded the response head by itself: that head's
+            bytes as sent (0: it did not; then `head` is the response head as read and the
+            job ended there). Relayed, `head` is the response head as the server sent it,
+            `phase` SEND (the client took none of it) or BODY tells where the relay failed
+            (END: all went), bytes_fwd counts the body.
+        spliced: relayed, the body went through a pipe (else it was copied).
+        relay_ms: relayed, ms from the response head's end to this completion.
     """
 
     end: JobEnd
@@ -127,6 +135,9 @@ class Completion(NamedTuple):
     first_line: bool = False
     index: list | None = None
     more: int = 0
+    relayed: int = 0
+    spliced: bool = False
+    relay_ms: int = 0
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -150,6 +161,12 @@ _MS: dict[float, int] = {}
 
 _POLL_DONE = EngineHandle.POLL_DONE
 _POLL_MORE = EngineHandle.POLL_AGAIN | EngineHandle.POLL_TIMERS
+
+CLOSE_GRACE = 0.2
+"""Seconds close() waits at most for an engine thread to report the jobs it cancels."""
+
+_SPLICED = binding.RELAY_SPLICED
+_CHAINS = binding.JOB_THEN_HEAD | binding.JOB_RELAY
 
 _UNCLAIMED = object()
 """In Engine._cbs: a chained job whose callback then() has not given yet."""
@@ -198,6 +215,7 @@ class Engine:
         self._tick: asyncio.TimerHandle | None = None  # inline: the next timeout check
         self._poll_now = self._h.poll_now
         self._reap_due = False  # inline: wake_now() turned the engine, its completions wait
+        self._closing = False  # close() cancels the jobs in flight: no new job is taken
         if inline:
             loop.add_reader(self._h.pollfd, self._poll)
         else:
@@ -238,7 +256,7 @@ class Engine:
 
     def _on_eventfd(self) -> None:
         futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
-        for job_id, fwd, rev, res, how, side, phase, head, info, index, more in self._h.reap():
+        for job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms in self._h.reap():
             if outs:
                 b = outs.pop(job_id, None)
                 if b is not None:
@@ -246,7 +264,7 @@ class Engine:
             cb = cbs.pop(job_id, None)
             if cb is not None:
                 c = Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                               bool(info), index, more)
+                               bool(info), index, more, relayed, rflags == _SPLICED, rms)
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -258,7 +276,8 @@ class Engine:
             fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
-                                          _PHASES[phase], head, bool(info), index, more))
+                                          _PHASES[phase], head, bool(info), index, more, relayed,
+                                          rflags == _SPLICED, rms))
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)
@@ -317,13 +336,16 @@ class Engine:
     def submit(self, src_fd: int, dst_fd: int, max_bytes: int, flags: int, src_idle_ms: int = 0,
                dst_idle_ms: int = 0, out: bytes | None = None, head_fd: int = -1, head_first_ms: int = 0,
                head_ms: int = 0, head_limit: int = 0, src_gen: int = 0,
-               dst_gen: int = 0, done=None) -> tuple[int, asyncio.Future | None]:
+               dst_gen: int = 0, done=None, relay: tuple | None = None) -> tuple[int, asyncio.Future | None]:
         """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
         times in ms; generations from gen()) and return (job id, future of its Completion);
         give both to wait(). The engine is woken once per loop iteration, for every job
         queued in it. With binding.JOB_THEN_HEAD in `flags`, the job goes on as the head job
         of the id after its own (head_* describe that head, read from dst_fd): its
-        (id, future) pair is self.chained, to be given to wait() or abandon().
+        (id, future) pair is self.chained, to be given to wait() or abandon(). With
+        binding.JOB_RELAY in `flags` (and `relay`, binding.EngineHandle.submit's relay
+        fields), the id after its own is the client's next-head job the same way, which
+        only runs when the engine relayed the response (Completion.relayed).
 
         With `done` (a callable), no future is made: done(Completion) is called from the
         reap of the completion (the future in the pair is None); a chained job's completion
@@ -333,8 +355,10 @@ class Engine:
             EngineBusy: maxjobs in flight, or no out buffer free.
             EngineError: the job was refused (EINVAL), or `out` is larger than bufsize.
         """
+        if self._closing:
+            raise EngineBusy(errno.ESHUTDOWN, "the engine is closing")
         job_id = self._next
-        chained = flags & binding.JOB_THEN_HEAD
+        chained = flags & _CHAINS
         self._next += 2 if chained else 1
         out_buf, out_len = -1, 0
         if out is not None or flags & binding.JOB_COPY:
@@ -347,9 +371,14 @@ class Engine:
                 out_len = len(out)
                 self._h.put_out(out_buf, out)
         try:
-            self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
-                           out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
-                           job_id + 1 if chained else 0)
+            if relay is None:
+                self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
+                               out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
+                               job_id + 1 if chained else 0)
+            else:
+                self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
+                               out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
+                               job_id + 1, relay)
         except BaseException:
             if out_buf >= 0:
                 self._free_out.append(out_buf)
@@ -408,6 +437,11 @@ class Engine:
         self._gen_next = self._gen_next % 0xFFFFFFFF + 1  # never 0: that means "this job only"
         self._gens[fd] = (sock, self._gen_next)
         return self._gen_next
+
+    def relaying(self, job_id: int) -> bool:
+        """True when the JOB_RELAY job `job_id` is sending its response on by itself now
+        (for the runtime API: a scan of the engine's jobs)."""
+        return not self._closed and self._h.relaying(job_id)
 
     def quiet(self, sock) -> bool:
         """True when the engine knows that `sock`, used by earlier jobs and by none now,
@@ -509,10 +543,38 @@ class Engine:
             return self._final
         return self._h.stats()
 
+    def _cancel_all(self) -> None:
+        """Cancel every callback-form job in flight through the engine itself and dispatch
+        the completions it posts, so that each job's owner learns where it really was (the
+        bytes it had moved, a response it was relaying) rather than a bare CANCELLED. Jobs submitted by
+        those owners meanwhile are refused (EngineBusy: closing). An engine thread is given
+        CLOSE_GRACE seconds at most."""
+        asked: set[int] = set()
+        deadline = time.monotonic() + CLOSE_GRACE
+        while time.monotonic() < deadline:
+            ids = [i for i in self._cbs if i not in asked]
+            if not self._cbs:
+                return
+            for job_id in ids:
+                if not self._h.cancel(job_id):
+                    break  # the queue is full: let the engine take it first
+                asked.add(job_id)
+            if self.inline:
+                self._h.poll()
+            else:
+                self._h.wake()
+                time.sleep(0.001)
+            self._on_eventfd()
+
     def close(self) -> None:
-        """Stop the engine thread. Pending splice() calls fail with ECANCELED."""
+        """Stop the engine (thread). Callback-form jobs in flight end CANCELLED as the
+        engine reports them (their bytes, a relay under way); any left after CLOSE_GRACE with
+        nothing known. Pending splice() calls and futures fail with ECANCELED."""
         if self._closed:
             return
+        if not self._closing:
+            self._closing = True
+            self._cancel_all()
         self._final = self._h.stats()
         self._closed = True
         self.loop.remove_reader(self._h.pollfd if self.inline else self._h.eventfd)

@@ -91,6 +91,7 @@ class Ev:
     REPLIED = 9        # replied(): splicer's own answer went out
     TIMER = 10         # timer(): a Wait job's delay is over
     KILLED = 11        # killed(): a hard stop, or a bug caught by the driver
+    RELAYED = 12       # relayed(): the engine sent a plain response on by itself (Send.relay)
 
 
 STATE_NAMES = {v: k for k, v in vars(State).items() if k.isupper()}
@@ -126,10 +127,24 @@ class Acquire(NamedTuple):
 class Send(NamedTuple):
     """Send the request `head` on the lent connection, then read the response head. `whole`:
     bytes of body that came with the request head, copied behind it by the same job;
-    `stream`: the body moves separately (its end reported with body())."""
+    `stream`: the body moves separately (its end reported with body()). `relay`: None, or
+    the RelayTerms under which the engine may send a plain response head and its body on to
+    the client by itself (report with relayed(); any other head with head())."""
     head: bytes
     whole: int
     stream: bool
+    relay: RelayTerms | None = None
+
+
+class RelayTerms(NamedTuple):
+    """When the engine may relay a response without the machine (native/src/h1.c
+    spl_h1_relay: a plain HTTP/1.1 head, framed by a Content-Length or bodiless, forwarded as
+    _final() would forward it). `status_max`: the highest status (a status `retry-on` names is
+    left to the machine); `no_body`: the request was HEAD; `splice_min`: a body of at least
+    this many bytes is spliced, a smaller one copied (route.splice_response's threshold)."""
+    status_max: int
+    no_body: bool
+    splice_min: int
 
 
 class ReadHead(NamedTuple):
@@ -219,6 +234,7 @@ TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.SEND, Ev.SEND_FAILED): ("_on_send_failed", frozenset({S.QUEUE, S.ANSWER, S.DONE})),
     (S.SEND, Ev.HEAD): ("_on_head", frozenset({S.SEND, S.INTERIM, S.DATA, S.TUNNEL, S.ANSWER, S.QUEUE,
                                                S.DONE})),
+    (S.SEND, Ev.RELAYED): ("_on_relayed", frozenset({S.DONE})),  # (DATA and its end in one event)
     (S.SEND, Ev.BODY): ("_on_body", frozenset({S.SEND})),
     (S.INTERIM, Ev.INTERIM_SENT): ("_on_interim_sent", frozenset({S.SEND, S.DONE})),
     (S.INTERIM, Ev.BODY): ("_on_body", frozenset({S.INTERIM})),
@@ -235,6 +251,7 @@ TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.DONE, Ev.TIMER): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.KILLED): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.HEAD): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.RELAYED): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.SEND_FAILED): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.SENT): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.INTERIM_SENT): ("_ignore", frozenset({S.DONE})),
@@ -365,6 +382,7 @@ class StreamMachine:
     def body_ended(self, r: Result): return self.feed(Ev.BODY, r)
     def interim_sent(self, n: int, status: int): return self.feed(Ev.INTERIM_SENT, n, status)
     def sent(self, ok: bool, r: Result | None): return self.feed(Ev.SENT, ok, r)
+    def relayed(self, raw, index, now: float, n: int, ok: bool, r: Result | None, killed: bool = False): return self.feed(Ev.RELAYED, raw, index, now, n, ok, r, killed)
     def tunnel_ended(self, sent: int, up, down): return self.feed(Ev.TUNNEL_END, sent, up, down)
     def replied(self, n: int): return self.feed(Ev.REPLIED, n)
     def timer(self): return self.feed(Ev.TIMER)
@@ -471,7 +489,25 @@ class StreamMachine:
                                                                           and fr.length == 0)
         if stream:
             self.body = 1
-        return [Send(self.out_head, self.whole, stream)]
+            return [Send(self.out_head, self.whole, True)]
+        return [Send(self.out_head, self.whole, False, self.relay_terms())]
+
+    def relay_terms(self) -> RelayTerms | None:
+        """The terms under which the engine may relay the response by itself, or None when
+        the machine must see the head first: the servers' health observes responses,
+        persistence may set a cookie, an http-response rule may act, the client is not an
+        HTTP/1.1 keep-alive one (its response needs a Connection field), an upgrade, a soft
+        stop. What the engine relays is what _final() would send (tests/unit/engine/
+        test_h1_tokenizer.py holds the two to the same bytes)."""
+        req, route = self.req, self.route
+        if (self.observing or self.persisting or route.response_rules or not req.keep_alive
+                or req.version != b"1.1" or req.upgrade is not None or self.stopping):
+            return None
+        statuses = [s for s in self.policy.retry_on if type(s) is int]
+        top = min(statuses) - 1 if statuses else 599
+        if top < 200:
+            return None
+        return RelayTerms(top, req.method == b"HEAD", route.splice_response.threshold())
 
     def _on_no_server(self, termination: str, retries: int, server) -> list:
         self.retries += retries
@@ -736,6 +772,31 @@ class StreamMachine:
         if self.body == 2 and self.up.end is not END_DONE:
             good = False
         return jobs + self._finish(good and self.keep, good and self.reusable)
+
+    def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None,
+                    killed: bool = False) -> list:
+        """The engine relayed the final response under Send.relay's terms: the head `raw` as
+        the server sent it went out as `n` bytes (what _final() would have sent), then
+        its body (`ok` False: the client took none of it; `r` the body's Result). Recorded as
+        _final() and _on_sent() record it; the stream is over. `killed`: a hard stop ended
+        the relay where `r` says (as KILLED in DATA)."""
+        resp = parse_response(raw, self.req.method, False, index)
+        self.resp_raw = raw
+        self.t_resp = now
+        self.server_status = resp.status
+        self.phase = PH_DATA
+        self.reusable = resp.keep_alive
+        # the response went without `Connection: close` (the relay's terms), so the client
+        # may send its next request at once: during a soft stop, that one's response says close
+        self.keep = True
+        self.resp = resp
+        self.handed = (resp.status, n)
+        self.state = State.DATA
+        if killed:
+            if r is not None:
+                self.down = r
+            return self._on_killed(Cause.KILLED)
+        return self._on_sent(ok, r)
 
     def _on_body_waited(self, r: Result) -> list:
         jobs = self._on_body(r)

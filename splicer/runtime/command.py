@@ -83,7 +83,7 @@ def _session_lines(proxy) -> str:
             continue
         be = stream.be.name if stream.be is not None else "<NONE>"
         srv = stream.server.model.name if stream.server is not None else "<none>"
-        phase = stream.phase.value
+        phase = stream.shown_phase.value
         proto = "tcpv4" if isinstance(s.peer, tuple) else "unix_stream"
         lines.append(f"0x{id(s):x}: proto={proto} src={s.client_ip}:{s.client_port} fe={s.fe.name} "
                      f"be={be} srv={srv} age={int(now - s.started)}s phase={phase} worker={proxy.worker}\n")

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import socket
 
-from splicer.engine.binding import JOB_CHUNKED, JOB_COPY, JOB_SKIP_EMPTY, JOB_THEN_HEAD, UNTIL_EOF
+from typing import NamedTuple
+
+from splicer.engine.binding import (JOB_CHUNKED, JOB_COPY, JOB_RELAY, JOB_SKIP_EMPTY, JOB_THEN_HEAD, RELAY_NO_BODY,
+                                    UNTIL_EOF)
 from splicer.engine.engine import Completion, JobEnd, Phase, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.runtime import io
@@ -68,13 +71,50 @@ async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout
 
 def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
                                limit: int, first_timeout: float | None, timeout: float | None,
-                               done) -> bool:
+                               done, relay: Relay | None = None) -> int | None:
     """Send `out` (a request head without a body) on `sock`, then read the response head
     from it, in one engine job whose Completion goes to `done(c)` from the engine's reap
     (phase SEND with an end other than DONE: the send failed; else head_of() reads it).
-    False when the engine did not take it (nothing was sent)."""
-    return _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout,
-                                    done) is not None
+    With `relay`, the engine may send a plain response on to the client by itself
+    (binding.JOB_RELAY: Completion.relayed).
+
+    Returns:
+        None when the engine did not take it (nothing was sent); else, with `relay`, the id
+        of the client's chained next-head job (Engine.then() claims its completion), or 0.
+    """
+    job = _send_then_read_head_job(mover, sock, out, send_timeout, limit, first_timeout, timeout, done, relay)
+    if job is None:
+        return None
+    return mover.engine.chained[0] if relay is not None else 0
+
+
+class Relay(NamedTuple):
+    """What a request job needs to relay a plain response by itself (binding.JOB_RELAY): the
+    machine's Send.relay terms plus the client side.
+
+    Attributes:
+        status_max: the highest status relayed (a status `retry-on` names is left to Python).
+        no_body: the request was HEAD.
+        splice_min: a body of at least this many bytes is spliced, a smaller one copied
+            (binding.UNTIL_EOF: always copied).
+        cli: the client socket; cli_timeout: its idle timeout (`timeout client`), seconds.
+        next_first, next_whole: the next request head's timeouts (`timeout http-keep-alive`,
+            `timeout http-request`), seconds (None: none).
+    """
+
+    status_max: int
+    no_body: bool
+    splice_min: int
+    cli: socket.socket
+    cli_timeout: float | None
+    next_first: float | None
+    next_whole: float | None
+
+    def fields(self, engine) -> tuple:
+        """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`)."""
+        cli = self.cli
+        return (self.status_max, cli.fileno(), engine.gen(cli), ms(self.cli_timeout), ms(self.next_first),
+                ms(self.next_whole), RELAY_NO_BODY if self.no_body else 0, self.splice_min)
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
@@ -104,24 +144,26 @@ def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None
 
 def submit_request_with_body(mover: Mover, cli, sock: socket.socket, out: bytes, count: int,
                              send_timeout: float | None, limit: int, first_timeout: float | None,
-                             timeout: float | None, done) -> bool:
+                             timeout: float | None, done, relay: Relay | None = None) -> int | None:
     """One job for a request with a small body: send the head `out` on the server socket
     `sock`, copy `count` body bytes from the client (Side `cli`: its socket and idle
     timeout) behind it, then read the response head from `sock` (head_of() reads it);
     its Completion goes to `done(c)` from the engine's reap. c.phase tells where it ended:
     SEND (nothing of the body was read), BODY (transfer.result_of(c, True) says how the body
-    ended), HEAD or END (the body went through). False when the engine did not take it."""
+    ended), HEAD or END (the body went through). `relay` and the result as
+    submit_send_then_read_head()'s; a relayed completion's bytes_fwd is the response body's."""
     engine = mover.engine
     if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
-        return False
+        return None
     fd = sock.fileno()
     try:
-        engine.submit(cli.sock.fileno(), fd, count, JOB_COPY, ms(cli.timeout), ms(send_timeout), out, fd,
-                      ms(first_timeout), ms(timeout), limit, src_gen=engine.gen(cli.sock),
-                      dst_gen=engine.gen(sock), done=done)
+        engine.submit(cli.sock.fileno(), fd, count, JOB_COPY | (JOB_RELAY if relay is not None else 0),
+                      ms(cli.timeout), ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
+                      src_gen=engine.gen(cli.sock), dst_gen=engine.gen(sock), done=done,
+                      relay=None if relay is None else relay.fields(engine))
     except (EngineBusy, EngineError):
-        return False
-    return True
+        return None
+    return engine.chained[0] if relay is not None else 0
 
 
 def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
@@ -160,15 +202,19 @@ def _read_head_job(mover: Mover, sock, limit, first_timeout, timeout, skip_empty
         return None
 
 
-def _send_then_read_head_job(mover: Mover, sock, out, send_timeout, limit, first_timeout, timeout, done):
+def _send_then_read_head_job(mover: Mover, sock, out, send_timeout, limit, first_timeout, timeout, done,
+                             relay=None):
     """Submit a send-then-read-head job; (id, future or None), or None when not taken."""
     engine = mover.engine
     if engine is None or len(out) > engine.bufsize or limit > engine.bufsize:
         return None
     fd = sock.fileno()
     try:
-        return engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
-                             dst_gen=engine.gen(sock), done=done)
+        if relay is None:
+            return engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
+                                 dst_gen=engine.gen(sock), done=done)
+        return engine.submit(-1, fd, 0, JOB_RELAY, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout),
+                             limit, dst_gen=engine.gen(sock), done=done, relay=relay.fields(engine))
     except (EngineBusy, EngineError):
         return None
 

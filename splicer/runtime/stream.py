@@ -33,7 +33,7 @@ from splicer.http.machine import (Abort, Ev, Acquire, EndBody, Finish, Interim, 
                                   Respond, Send, ShutServer, State, StreamMachine, Tunnel, Wait, Warn, Buffer,
                                   whole_body)
 from splicer.http.outcome import End, Result
-from splicer.http.termination import Cause
+from splicer.http.termination import Cause, Phase
 from splicer.runtime import heads, io
 from splicer.runtime.accounting import record_stream
 from splicer.runtime.backend import Lease
@@ -44,8 +44,9 @@ log = logging.getLogger("splicer")
 
 # engine completion values every request reads, bound once (an Enum member's lookup costs
 # about 0.1 us in CPython 3.11)
-_CANCELLED, _TIMEOUT, _TOO_LARGE = JobEnd.CANCELLED, JobEnd.TIMEOUT, JobEnd.TOO_LARGE
+_CANCELLED, _TIMEOUT, _TOO_LARGE, _DONE = JobEnd.CANCELLED, JobEnd.TIMEOUT, JobEnd.TOO_LARGE, JobEnd.DONE
 _SEND, _BODY = JobPhase.SEND, JobPhase.BODY
+_DATA = Phase.DATA
 
 SMALL_BODY = 65536
 """A copied response body up to this size is read at once and sent with its head (on the loop)."""
@@ -96,6 +97,14 @@ class Stream(StreamMachine):
         self._ending = False      # EndBody cancelled the body task (not a hard stop)
         self._timer = None        # a Wait job's timer
         self._responding = None   # the Respond job the engine took (run on the loop if it had no pipe)
+
+    @property
+    def shown_phase(self):
+        """The phase `show sess` shows: the machine's, or DATA while the engine relays the
+        response by itself (the machine learns of it at the relay's end)."""
+        if self.state == State.SEND and self._chained and self.fe.mover.engine.relaying(self._chained - 1):
+            return _DATA
+        return self.phase
 
     @property
     def stopping(self) -> bool:
@@ -306,20 +315,32 @@ class Stream(StreamMachine):
         s, route, mover = self.s, self.route, self.fe.mover
         sock = self._lent.sock
         stream = job.stream
+        terms = job.relay
+        relay = None if terms is None else heads.Relay(terms.status_max, terms.no_body, terms.splice_min, s.sock,
+                                                       s.t_client, s.t_keepalive, s.t_request)
         if job.whole:
-            if heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, s.t_server, route.bufsize,
-                                              s.t_server, s.t_server, self._on_exchange):
+            chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, s.t_server,
+                                                     route.bufsize, s.t_server, s.t_server, self._on_exchange, relay)
+            if chained is not None:
+                self._chained = chained
                 return
             self.whole, self.body, stream = 0, 1, True  # the loop moves it
         elif not stream:
-            if heads.submit_send_then_read_head(mover, sock, job.head, s.t_server, route.bufsize, s.t_server,
-                                                s.t_server, self._on_exchange):
+            chained = heads.submit_send_then_read_head(mover, sock, job.head, s.t_server, route.bufsize, s.t_server,
+                                                       s.t_server, self._on_exchange, relay)
+            if chained is not None:
+                self._chained = chained
                 return
         self._spawn(self._send_on_loop(job.head, stream))
 
     def _on_exchange(self, c: Completion) -> None:
         """Engine callback: the request went out (with its small body) and the response head
-        is in, or not."""
+        is in, or not; or the engine relayed the response by itself (Send.relay)."""
+        chained, self._chained = self._chained, 0
+        if c.relayed:
+            return self._on_relayed(c, chained)
+        if chained:  # no relay: the client's next-head job never started (CANCELLED follows)
+            self.fe.mover.engine.then((chained, None), _ignore)
         if c.end is _CANCELLED:  # the engine was closed (a hard stop)
             return self.step(Ev.KILLED, Cause.KILLED)
         if self.whole and c.phase is not _SEND:
@@ -337,6 +358,30 @@ class Stream(StreamMachine):
         elif c.end is _TOO_LARGE:
             failure = "too-large"
         self.step(Ev.HEAD, head, c.index, failure, self.loop.time())
+
+    def _on_relayed(self, c: Completion, chained: int) -> None:
+        """The engine sent the response on to the client by itself: the machine records it
+        as its own Respond's end. The client's next-head job runs when all of it went."""
+        went = c.end is _DONE
+        if self.state == State.DONE:  # killed meanwhile (a hard stop): the session is gone
+            if chained:
+                engine = self.fe.mover.engine
+                if went:
+                    engine.cancel((chained, None), _ignore)
+                else:
+                    engine.then((chained, None), _ignore)
+            return
+        killed = c.end is _CANCELLED  # the engine was closed (a hard stop) under the relay
+        if chained:
+            if went:
+                self._pending = (chained, None)
+            else:
+                self.fe.mover.engine.then((chained, None), _ignore)
+        if self.whole:  # the body went with the request, whole, before the response came
+            self.step(Ev.BODY, whole_body(self.whole))
+        ok = c.phase is not _SEND
+        self.step(Ev.RELAYED, c.head, c.index, self.loop.time() - c.relay_ms / 1000, c.relayed, ok,
+                  result_of(c, not c.spliced) if ok else None, killed)
 
     async def _send_on_loop(self, head: bytes, stream: bool) -> None:
         s = self.s

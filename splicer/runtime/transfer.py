@@ -78,6 +78,13 @@ class SplicePolicy(Enum):
             return count >= (CHUNK_SPLICE_AUTO_MIN if chunk else SPLICE_AUTO_MIN)
         return count >= MIN_SPLICE_FORWARD
 
+    def threshold(self) -> int:
+        """The smallest counted body wants() splices (UNTIL_EOF: none), in the engine's form
+        (struct spl_job.splice_min)."""
+        if self is SplicePolicy.NEVER:
+            return UNTIL_EOF
+        return SPLICE_AUTO_MIN if self is SplicePolicy.AUTO else MIN_SPLICE_FORWARD
+
 
 def result_of(c, copied: bool) -> Result:
     """A body's Result from the engine completion `c` (engine.Completion) of the job that moved

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 10
+#define SPL_ENGINE_ABI 11
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -161,6 +161,16 @@ enum spl_job_flag {
 	                             * empty lines skipped); src_fd is let go with the first
 	                             * completion. Ended otherwise, next_id's completion follows at
 	                             * once as SPL_END_CANCELLED. Counts as two jobs in flight. */
+	SPL_JOB_RELAY = 64,         /* a request job (its head phase reads the response head from
+	                             * dst_fd, the server): when that head is one spl_h1_relay()
+	                             * forwards (plain, framing known, status <= relay_status_max),
+	                             * the engine sends it on to cli_fd, moves its body server ->
+	                             * client (spliced from splice_min bytes, else copied) and goes
+	                             * on as head job next_id on cli_fd (SPL_JOB_THEN_HEAD with
+	                             * next_first_ms, next_ms, head_limit), with no completion in
+	                             * between: struct spl_done.relayed says it did. Otherwise the
+	                             * job ends with the head as without the flag, and next_id's
+	                             * completion follows as SPL_END_CANCELLED. Counts as two jobs. */
 };
 
 /* The phases of a job, in order; each is skipped when the job does not ask for it:
@@ -216,8 +226,24 @@ struct spl_job {
 	                       * in the engine's epoll between jobs; a new value for a new socket
 	                       * under a reused fd number; 0 = register for this job only */
 	uint32_t dst_gen;     /* the same for dst_fd */
-	uint32_t pad;
-	uint64_t next_id;     /* SPL_JOB_THEN_HEAD: the id of the head job that follows */
+	uint32_t relay_status_max; /* SPL_JOB_RELAY: the highest status relayed (a status the
+	                             * caller may retry on is left to it) */
+	uint64_t next_id;     /* SPL_JOB_THEN_HEAD, SPL_JOB_RELAY: the id of the head job that follows */
+	int32_t cli_fd;       /* SPL_JOB_RELAY: the client socket a relayed response goes to */
+	uint32_t cli_gen;     /* its generation (as src_gen) */
+	uint32_t cli_idle_ms; /* its idle timeout while the response goes out, ms (0 = none);
+	                       * the server side's is dst_idle_ms */
+	uint32_t next_first_ms; /* the next request head's first byte, ms (head_first_ms after) */
+	uint32_t next_ms;     /* the next request head, whole, ms (head_ms after) */
+	uint32_t relay_flags; /* enum spl_relay_flag */
+	uint64_t splice_min;  /* a relayed body of at least this many bytes is spliced, a
+	                       * smaller one copied; UINT64_MAX = always copied */
+};
+
+/* struct spl_job.relay_flags and struct spl_done.relay_flags. */
+enum spl_relay_flag {
+	SPL_RELAY_NO_BODY = 1, /* job: the request was HEAD: no response has a body */
+	SPL_RELAY_SPLICED = 2, /* completion: the relayed body went through a pipe */
 };
 
 /* A completion, one per submitted job. */
@@ -237,6 +263,13 @@ struct spl_done {
 	uint32_t head_more; /* DONE: bytes the socket already held behind the head (a body, a
 	                     * pipelined request) when the head was read, as far as the head
 	                     * buffer saw (at most head_limit + 1 - head_len) */
+	uint32_t relayed;   /* SPL_JOB_RELAY: bytes of the response head as forwarded, 0 when
+	                     * the engine did not relay it. Relayed, head_buf holds the response
+	                     * head as the server sent it (indexed), phase SEND or BODY tell
+	                     * where the relay failed (END: all went), bytes_fwd the body's bytes */
+	uint32_t relay_flags; /* enum spl_relay_flag */
+	uint32_t relay_ms;  /* relayed: ms from the response head's end to this completion */
+	uint32_t pad;
 };
 
 /* Engine settings. */
@@ -338,6 +371,11 @@ int spl_hbuf_release(struct spl_engine *e, int32_t idx);
 int spl_engine_pollfd(const struct spl_engine *e);
 int spl_engine_poll(struct spl_engine *e);
 
+/* 1 when job `id` (a SPL_JOB_RELAY job) is relaying its response now (the response head
+ * went or goes to the client: the stream is in its data phase), else 0. Scans the jobs: for
+ * the runtime API, not the request path. Thread: the engine's (inline mode: the caller's). */
+int spl_job_relaying(const struct spl_engine *e, uint64_t id);
+
 /* 1 when the engine knows that socket `fd`, registered with generation `gen` (non-zero) by
  * an earlier job and used by no job now, holds nothing to read: no byte and no end of stream
  * arrived since a read found it empty (the readiness cache); else 0 (unknown, or something
@@ -409,6 +447,17 @@ ssize_t spl_head_end(const char *buf, size_t len, size_t start);
  * Words 1-3 and the fields are only meaningful with SPL_H1_OK. One pass, no allocation.
  * Returns idx[0], or -EINVAL (buf or idx NULL). Any thread. */
 int spl_h1_parse(const char *buf, size_t len, uint32_t *idx);
+
+/* The response head buf[0..len), indexed by spl_h1_parse() into idx, as splicer forwards it
+ * to an HTTP/1.1 client whose connection goes on, when the engine may relay it without
+ * Python (splicer/http/h1.py forwarded_response() writes the same bytes): an HTTP/1.1
+ * status from 200 to max_status; plain field lines (SPL_H1_F_PLAIN); no Transfer-Encoding or
+ * Upgrade; framed by one Content-Length without leading zeros, or without a body (204, 304,
+ * or `no_body`: the request was HEAD); no hop-by-hop field but Keep-Alive and a Connection
+ * of just "keep-alive" or "close", which are left out. Writes the head into out[0..cap) and
+ * the body's bytes into *body. Returns its length, 0 when the head needs Python, -EINVAL. */
+ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t max_status,
+		     uint32_t no_body, char *out, size_t cap, uint64_t *body);
 
 /* Copies the engine's counters into *out. Any thread. */
 void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out);

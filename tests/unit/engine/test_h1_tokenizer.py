@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from splicer.engine import binding
 from splicer.http import h1
+from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError
 from splicer.http.headers import HOP_BY_HOP
 from tests.unit.http.test_h1_properties import heads as property_heads
@@ -139,6 +140,8 @@ def compare(head: bytes, stats: dict | None = None) -> list[str]:
                     bad.append(f"response {m} upgrade={up}: tokenizer {got} != reference {ref}")
                 elif got[0] == "ok":
                     bad += response_forwarding_disagreements(got[1], stats)
+                if not up:
+                    bad += relay_disagreements(head, m, ref, stats)
         if request_outcome(h1.parse_request, head, 101, ix)[0] == "ok":
             bad.append("a response head accepted as a request")
     else:
@@ -175,6 +178,36 @@ def response_forwarding_disagreements(resp, stats: dict | None) -> list[str]:
             ref = h1.forward_response_head(resp, version, keep)
             if fast != ref:
                 bad.append(f"response forwarded by ranges {fast!r} != {ref!r}")
+    return bad
+
+
+def relay_disagreements(head: bytes, method: bytes, ref, stats: dict | None) -> list[str]:
+    """What the engine relays by itself (spl_h1_relay, SPL_JOB_RELAY) must be what the stream
+    machine would send: the response head as forward_response_head() writes it for an HTTP/1.1
+    keep-alive client, and exactly the body its framing gives."""
+    bad = []
+    for max_status in (599, 399):
+        got = binding.h1_relay(head, max_status, method == b"HEAD")
+        if got is None:
+            continue
+        if ref[0] != "ok":
+            bad.append(f"relayed {method} though the reference refuses it: {ref}")
+            continue
+        resp = ref[1]
+        if stats is not None:
+            stats["relayed"] = stats.get("relayed", 0) + 1
+        fwd, body = got
+        want = h1.forward_response_head(resp, b"1.1", True)
+        if fwd != want:
+            bad.append(f"relayed {method} as {fwd!r} != {want!r}")
+        fr = resp.framing
+        if fr.kind is BodyKind.LENGTH:
+            if body != fr.length:
+                bad.append(f"relayed {method} with a body of {body} != {fr.length}")
+        elif fr.kind is not BodyKind.NONE or body != 0:
+            bad.append(f"relayed {method} with framing {fr} (body {body})")
+        if not 200 <= resp.status <= max_status:
+            bad.append(f"relayed status {resp.status} (max {max_status})")
     return bad
 
 
@@ -313,6 +346,7 @@ def test_tokenizer_agrees_with_h11_on_every_head_of_the_corpus():
     # the corpus holds every kind of verdict, so the comparison is not vacuous
     assert stats["heads"] > 15000 and min(stats["ok"], stats["refuse"], stats["unsure"]) > 1000, stats
     assert stats["ranges"] > 10000, stats  # heads forwarded by their byte ranges, compared
+    assert stats["relayed"] > 2000, stats  # response heads the engine relays, compared
 
 
 def test_tokenizer_is_certain_of_every_real_head():

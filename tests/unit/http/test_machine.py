@@ -12,7 +12,7 @@ import pytest
 from splicer.health.observe import Event as Observed
 from splicer.http.h1 import parse_request
 from splicer.http.logformat import StreamInfo
-from splicer.http.machine import (BODY_GRACE, TRANSITIONS, Abort, Acquire, Buffer, EndBody, Ev, Finish, Interim,
+from splicer.http.machine import (BODY_GRACE, TRANSITIONS, RelayTerms, Abort, Acquire, Buffer, EndBody, Ev, Finish, Interim,
                                   Observe, ReadHead, Release, Reply, Respond, Send, ShutServer, State, STATE_NAMES,
                                   StreamMachine, StreamMachineError, Tunnel, Wait, Warn, whole_body)
 from splicer.http.outcome import End, Result
@@ -717,7 +717,8 @@ def test_a_body_goes_with_its_head_only_when_all_there_and_within_a_buffer(lengt
     raw = b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % length
     m = machine(raw, observing=False)
     m.start(whole)
-    assert m.leased(lease())[-1] == Send(raw, sent_whole, not sent_whole)
+    relay = RelayTerms(599, False, 32768) if sent_whole else None  # a streamed body: never relayed
+    assert m.leased(lease())[-1] == Send(raw, sent_whole, not sent_whole, relay)
 
 
 def test_a_get_with_a_one_byte_body_is_not_replayed():
@@ -818,3 +819,114 @@ def test_a_connection_lent_after_the_end_goes_back_at_once():
     m.killed()
     assert m.leased(lease()) == [Release(False)]
     assert str(m.term) == "KQ"
+
+
+# -- the engine relays a plain response by itself (Send.relay, Ev.RELAYED) -------------------
+
+def relaying(raw=b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", **kw):
+    kw.setdefault("observing", False)
+    m = machine(raw, **kw)
+    m.start()
+    return m, m.leased(lease())[-1]
+
+
+def test_a_plain_request_lets_the_engine_relay_up_to_the_first_status_retry_on_names():
+    _, send = relaying()
+    assert send.relay == RelayTerms(599, False, 32768)
+    _, send = relaying(policy=RetryPolicy(3, frozenset({"conn-failure", 503, 404})))
+    assert send.relay == RelayTerms(403, False, 32768)
+    _, send = relaying(b"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", splice_response=SplicePolicy.NEVER)
+    assert send.relay == RelayTerms(599, True, 2**64 - 1)
+    _, send = relaying(splice_response=SplicePolicy.ALWAYS)
+    assert send.relay.splice_min == 4096
+
+
+@pytest.mark.parametrize("raw, kw", [
+    (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(observing=True)),
+    (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(response_rules=(object(),))),
+    (b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", {}),
+    (b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", {}),
+    (b"GET /a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n", {}),
+    (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(policy=RetryPolicy(3, frozenset({100})))),
+])
+def test_the_machine_sees_the_head_itself_where_it_may_send_other_bytes(raw, kw):
+    """Observed responses, response rules, a client whose response must say Connection, an
+    upgrade, a retry-on status below 200: no relay."""
+    _, send = relaying(raw, **kw)
+    assert send.relay is None
+
+
+def test_persistence_and_a_soft_stop_keep_the_head_for_the_machine():
+    m = machine(observing=False)
+    m.persisting = True
+    m.start()
+    assert m.leased(lease())[-1].relay is None
+    class Stopping(StreamMachine):
+        __slots__ = ()
+        stopping = True
+    m = machine(observing=False, cls=Stopping)
+    m.start()
+    assert m.leased(lease())[-1].relay is None
+
+
+def test_a_relayed_response_is_recorded_as_the_machines_own_respond():
+    m, _ = relaying()
+    jobs = m.relayed(OK_5, None, 7.5, len(OK_5), True, Result(End.DONE, 5, 5, 0))
+    assert jobs == [Finish(True, True)]
+    assert (m.state, m.status, m.server_status, m.term, m.head_out, m.t_resp) == (
+        State.DONE, 200, 200, NORMAL, len(OK_5), 7.5)
+    assert m.down == Result(End.DONE, 5, 5, 0) and m.resp_raw == OK_5 and m.phase == Phase.DATA
+
+
+def test_a_relayed_response_whose_server_closes_gives_its_connection_up():
+    m, _ = relaying()
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
+    assert m.relayed(head, None, 1.0, 38, True, Result(End.DONE, 5, 0, 5)) == [Finish(True, False)]
+
+
+def test_a_relay_the_client_took_nothing_of_is_its_abort():
+    m, _ = relaying()
+    assert m.relayed(OK_5, None, 1.0, len(OK_5), False, None) == [Finish(False, False)]
+    assert (str(m.term), m.head_out, m.status) == ("CD", 0, 0)
+
+
+def test_a_relayed_body_the_server_cut_short_ends_the_client_with_a_fin():
+    m, _ = relaying()
+    jobs = m.relayed(OK_5, None, 1.0, len(OK_5), True, Result(End.SRC_EOF, 2, 0, 2))
+    assert jobs == [Abort(False), Finish(False, False)]
+    assert (str(m.term), m.status, m.head_out) == ("SD", 200, len(OK_5))
+
+
+class StopsLater(StreamMachine):
+    """A worker whose soft stop begins while the engine relays."""
+    __slots__ = ()
+    later = False
+
+    @property
+    def stopping(self):
+        return StopsLater.later
+
+
+def test_a_relay_that_ends_during_a_soft_stop_keeps_the_client_its_response_did_not_say_close():
+    """The client may have sent its next request already: that one's response says close."""
+    m, send = relaying(cls=StopsLater)
+    assert send.relay is not None
+    StopsLater.later = True
+    try:
+        assert m.relayed(OK_5, None, 1.0, len(OK_5), True, Result(End.DONE, 5, 5, 0)) == [Finish(True, True)]
+    finally:
+        StopsLater.later = False
+
+
+def test_a_relay_after_the_stream_was_killed_changes_nothing():
+    m, _ = relaying()
+    m.killed()
+    assert m.relayed(OK_5, None, 1.0, len(OK_5), True, Result(End.DONE, 5, 5, 0)) == []
+    assert m.state == State.DONE and m.status == 0
+
+
+def test_a_relay_a_hard_stop_cut_counts_its_head_and_bytes_killed_in_data():
+    m, _ = relaying()
+    jobs = m.relayed(OK_5, None, 1.0, len(OK_5), True, Result(End.SRC_ERROR, 3, 0, 3), True)
+    assert jobs == [Abort(True), Finish(False, False)]
+    assert (str(m.term), m.handed, m.down.moved, m.state) == ("KD", (200, len(OK_5)), 3, State.DONE)

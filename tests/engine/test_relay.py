@@ -1,0 +1,235 @@
+"""SPL_JOB_RELAY: a request job that sends a plain response on to the client by itself.
+
+The job sends the request head to the server, reads the response head and, when
+spl_h1_relay() takes it, writes the forwarded head to the client, moves the body (copied or
+spliced) and goes on reading the client's next request head, with one completion for it all.
+Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connection) and `cli` <->
+`client` (the proxy's client connection); every wait is bounded (conftest.run).
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from splicer.engine.binding import JOB_RELAY, RELAY_NO_BODY, UNTIL_EOF
+from splicer.engine.engine import JobEnd, Phase, ms
+from tests.engine.conftest import engine, fd_count, run
+from tests.engine.test_heads import REQ, read_all
+
+RESP = b"HTTP/1.1 200 OK\r\nServer: o\r\nContent-Length: 5\r\nConnection: keep-alive\r\nX-A: 1\r\n\r\n"
+FWD = b"HTTP/1.1 200 OK\r\nServer: o\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n"
+NEXT = b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def relay_job(e, srv, cli, status_max=599, no_body=False, splice_min=UNTIL_EOF, first=5.0, done=None):
+    """Submit the request job; returns ((id, fut), (next id, next fut))."""
+    relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(first), ms(5.0), RELAY_NO_BODY if no_body else 0,
+             splice_min)
+    job = e.submit(-1, srv.fileno(), 0, JOB_RELAY, 0, 5000, REQ, srv.fileno(), 5000, 5000, 4000,
+                   dst_gen=e.gen(srv), relay=relay, done=done)
+    return job, e.chained
+
+
+async def request_in(origin: socket.socket) -> None:
+    assert await read_all(origin, len(REQ)) == REQ
+
+
+def test_a_plain_response_is_relayed_and_the_next_request_head_read(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            origin.sendall(RESP + b"hello")
+            c = await e.wait(*job)
+            assert (c.end, c.phase, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, Phase.END, len(FWD), 5, False)
+            assert c.head == RESP and c.index is not None  # the server's head, indexed, for Python
+            assert await read_all(client, len(FWD) + 5) == FWD + b"hello"
+            client.sendall(NEXT)
+            n = await e.wait(*nxt)
+            assert (n.end, n.head) == (JobEnd.DONE, NEXT)
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_big_body_is_spliced_whole(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    body = bytes(range(256)) * 1024  # 256 KiB
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, maxpipes=4) as e:
+            job, nxt = relay_job(e, srv, cli, splice_min=4096)
+            await request_in(origin)
+            origin.sendall(head)
+            got = asyncio.ensure_future(read_all(client, len(head) + len(body)))
+            await asyncio.get_running_loop().sock_sendall(origin, body)
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, len(head), len(body), True)
+            assert await got == head + body
+            await e.abandon(*nxt)
+    run(main())
+
+
+def test_a_head_relay_cannot_take_ends_the_job_with_it_and_cancels_the_next(net):
+    """Chunked, a status above status_max, HTTP/1.0, a Connection naming a field: Python's."""
+    heads = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+             b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n",
+             b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+             b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: x-a\r\nX-A: 1\r\n\r\n",
+             b"HTTP/1.1 100 Continue\r\n\r\n"]
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            for head in heads:
+                origin, srv = net.tcp()
+                cli, client = net.tcp()
+                job, nxt = relay_job(e, srv, cli, status_max=502)
+                await request_in(origin)
+                origin.sendall(head + b"0\r\n\r\n")
+                c = await e.wait(*job)
+                assert (c.end, c.phase, c.relayed, c.head) == (JobEnd.DONE, Phase.END, 0, head), head
+                assert (await e.wait(*nxt)).end is JobEnd.CANCELLED
+                client.setblocking(False)
+                try:
+                    assert client.recv(100) == b"", head  # nothing went to the client
+                except BlockingIOError:
+                    pass
+                assert srv.recv(100) == b"0\r\n\r\n"  # the body stays for Python to move
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_head_request_relays_no_body(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli, no_body=True)
+            await request_in(origin)
+            origin.sendall(head)
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd) == (JobEnd.DONE, len(head), 0)
+            assert await read_all(client, len(head)) == head
+            await e.abandon(*nxt)
+    run(main())
+
+
+def test_a_server_that_closes_mid_body_ends_the_relay_in_its_body(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            origin.sendall(RESP + b"he")
+            origin.close()
+            c = await e.wait(*job)
+            assert (c.end, c.phase, c.side, c.relayed, c.bytes_fwd) == (JobEnd.PEER_CLOSED, Phase.BODY, "src",
+                                                                        len(FWD), 2)
+            assert c.head == RESP
+            assert (await e.wait(*nxt)).end is JobEnd.CANCELLED
+            assert await read_all(client, len(FWD) + 2) == FWD + b"he"
+    run(main())
+
+
+def test_a_client_gone_fails_the_relay_on_its_side(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            client.close()  # a reset: the relay's send fails
+            await asyncio.sleep(0.05)
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            origin.sendall(RESP + b"hello")
+            c = await e.wait(*job)
+            assert (c.end, c.side) == (JobEnd.ERROR, "dst") and c.relayed == len(FWD)
+            assert c.phase in (Phase.SEND, Phase.BODY) and c.head == RESP
+            assert (await e.wait(*nxt)).end is JobEnd.CANCELLED
+    run(main())
+
+
+def test_a_relay_under_way_is_visible_and_a_cancel_reports_where_it_was(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            assert not e.relaying(job[0])  # the response head is not in yet
+            await request_in(origin)
+            origin.sendall(head + b"x" * 10)  # then the server stalls
+            assert await read_all(client, len(head) + 10) == head + b"x" * 10
+            assert e.relaying(job[0])
+            await e.abandon(*job)
+            c = job[1].result()
+            assert (c.end, c.relayed, c.bytes_fwd, c.head) == (JobEnd.CANCELLED, len(head), 10, head)
+            assert (await e.wait(*nxt)).end is JobEnd.CANCELLED
+            assert not e.relaying(job[0])
+    run(main())
+
+
+def test_the_next_head_cancelled_before_the_relay_leaves_the_response_to_python(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            await e.abandon(*nxt)
+            assert nxt[1].result().end is JobEnd.CANCELLED
+            origin.sendall(RESP + b"hello")
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.head) == (JobEnd.DONE, 0, RESP)
+    run(main())
+
+
+def test_closing_the_engine_reports_a_relay_under_way_to_its_callback(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+    got = []
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            relay_job(e, srv, cli, done=got.append)
+            e.then(e.chained, got.append)
+            await request_in(origin)
+            origin.sendall(head + b"x" * 10)
+            assert await read_all(client, len(head) + 10) == head + b"x" * 10
+            e.close()
+            assert [(c.end, c.relayed, c.bytes_fwd) for c in got] == [(JobEnd.CANCELLED, len(head), 10),
+                                                                      (JobEnd.CANCELLED, 0, 0)]
+    run(main())
+
+
+def test_no_fd_leaked_by_relays():
+    from tests.engine.conftest import Net
+    before = fd_count()
+    net = Net()
+    try:
+        async def main():
+            async with engine(maxjobs=16, bufsize=4096, maxpipes=4) as e:
+                for i in range(20):
+                    origin, srv = net.tcp()
+                    cli, client = net.tcp()
+                    job, nxt = relay_job(e, srv, cli, splice_min=4 if i % 2 else UNTIL_EOF)
+                    await request_in(origin)
+                    origin.sendall(RESP + b"hello")
+                    assert (await e.wait(*job)).relayed
+                    await e.abandon(*nxt)
+        run(main())
+    finally:
+        net.close_all()
+    assert fd_count() == before
