@@ -106,6 +106,20 @@ PH_REQUEST, PH_QUEUE, PH_CONNECT, PH_HEADERS, PH_DATA = (Phase.REQUEST, Phase.QU
 END_DONE = End.DONE
 
 
+def _relay_terms(retry_on: frozenset, splice, head: bool) -> RelayTerms | None:
+    """The RelayTerms of a backend's `retry-on` set and response splice policy (SplicePolicy)
+    for a request (`head`: HEAD): statuses up to the first one retry-on names (None: it names
+    one below 200)."""
+    statuses = [s for s in retry_on if type(s) is int]
+    top = min(statuses) - 1 if statuses else 599
+    return RelayTerms(top, head, splice.threshold()) if top >= 200 else None
+
+
+_TERMS: dict = {}
+"""_relay_terms() by its arguments: a config has a handful of combinations."""
+_UNKNOWN = object()
+
+
 # -- jobs: what the driver carries out -------------------------------------------------------
 
 class Buffer(NamedTuple):
@@ -503,11 +517,11 @@ class StreamMachine:
         if (self.observing or self.persisting or route.response_rules or not req.keep_alive
                 or req.version != b"1.1" or req.upgrade is not None or self.stopping):
             return None
-        statuses = [s for s in self.policy.retry_on if type(s) is int]
-        top = min(statuses) - 1 if statuses else 599
-        if top < 200:
-            return None
-        return RelayTerms(top, req.method == b"HEAD", route.splice_response.threshold())
+        key = (self.policy.retry_on, route.splice_response, req.method == b"HEAD")
+        terms = _TERMS.get(key, _UNKNOWN)
+        if terms is _UNKNOWN:
+            terms = _TERMS[key] = _relay_terms(*key)
+        return terms
 
     def _on_no_server(self, termination: str, retries: int, server) -> list:
         self.retries += retries

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import socket
 
-from typing import NamedTuple
-
 from splicer.engine.binding import (JOB_CHUNKED, JOB_COPY, JOB_RELAY, JOB_SKIP_EMPTY, JOB_THEN_HEAD, RELAY_NO_BODY,
                                     UNTIL_EOF)
 from splicer.engine.engine import Completion, JobEnd, Phase, ms
@@ -71,12 +69,12 @@ async def read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout
 
 def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, send_timeout: float | None,
                                limit: int, first_timeout: float | None, timeout: float | None,
-                               done, relay: Relay | None = None) -> int | None:
+                               done, relay: tuple | None = None) -> int | None:
     """Send `out` (a request head without a body) on `sock`, then read the response head
     from it, in one engine job whose Completion goes to `done(c)` from the engine's reap
     (phase SEND with an end other than DONE: the send failed; else head_of() reads it).
-    With `relay`, the engine may send a plain response on to the client by itself
-    (binding.JOB_RELAY: Completion.relayed).
+    With `relay` (relay_fields()), the engine may send a plain response on to the client by
+    itself (binding.JOB_RELAY: Completion.relayed).
 
     Returns:
         None when the engine did not take it (nothing was sent); else, with `relay`, the id
@@ -88,33 +86,19 @@ def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, se
     return mover.engine.chained[0] if relay is not None else 0
 
 
-class Relay(NamedTuple):
-    """What a request job needs to relay a plain response by itself (binding.JOB_RELAY): the
-    machine's Send.relay terms plus the client side.
+def client_side(engine, sock: socket.socket, cli_timeout: float | None, next_first: float | None,
+                next_whole: float | None) -> tuple:
+    """The client's part of a relay (struct spl_job cli_fd, cli_gen, cli_idle_ms,
+    next_first_ms, next_ms): the socket, its idle timeout (`timeout client`) and its next
+    request head's (`timeout http-keep-alive`, `timeout http-request`), in seconds (None:
+    none). The same for every request of a session: its session keeps it."""
+    return sock.fileno(), engine.gen(sock), ms(cli_timeout), ms(next_first), ms(next_whole)
 
-    Attributes:
-        status_max: the highest status relayed (a status `retry-on` names is left to Python).
-        no_body: the request was HEAD.
-        splice_min: a body of at least this many bytes is spliced, a smaller one copied
-            (binding.UNTIL_EOF: always copied).
-        cli: the client socket; cli_timeout: its idle timeout (`timeout client`), seconds.
-        next_first, next_whole: the next request head's timeouts (`timeout http-keep-alive`,
-            `timeout http-request`), seconds (None: none).
-    """
 
-    status_max: int
-    no_body: bool
-    splice_min: int
-    cli: socket.socket
-    cli_timeout: float | None
-    next_first: float | None
-    next_whole: float | None
-
-    def fields(self, engine) -> tuple:
-        """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`)."""
-        cli = self.cli
-        return (self.status_max, cli.fileno(), engine.gen(cli), ms(self.cli_timeout), ms(self.next_first),
-                ms(self.next_whole), RELAY_NO_BODY if self.no_body else 0, self.splice_min)
+def relay_fields(terms, side: tuple) -> tuple:
+    """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`) for the
+    machine's http/machine.py RelayTerms `terms` and the client_side() `side`."""
+    return (terms.status_max, *side, RELAY_NO_BODY if terms.no_body else 0, terms.splice_min)
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,
@@ -144,7 +128,7 @@ def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None
 
 def submit_request_with_body(mover: Mover, cli, sock: socket.socket, out: bytes, count: int,
                              send_timeout: float | None, limit: int, first_timeout: float | None,
-                             timeout: float | None, done, relay: Relay | None = None) -> int | None:
+                             timeout: float | None, done, relay: tuple | None = None) -> int | None:
     """One job for a request with a small body: send the head `out` on the server socket
     `sock`, copy `count` body bytes from the client (Side `cli`: its socket and idle
     timeout) behind it, then read the response head from `sock` (head_of() reads it);
@@ -160,7 +144,7 @@ def submit_request_with_body(mover: Mover, cli, sock: socket.socket, out: bytes,
         engine.submit(cli.sock.fileno(), fd, count, JOB_COPY | (JOB_RELAY if relay is not None else 0),
                       ms(cli.timeout), ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
                       src_gen=engine.gen(cli.sock), dst_gen=engine.gen(sock), done=done,
-                      relay=None if relay is None else relay.fields(engine))
+                      relay=relay)
     except (EngineBusy, EngineError):
         return None
     return engine.chained[0] if relay is not None else 0
@@ -214,7 +198,7 @@ def _send_then_read_head_job(mover: Mover, sock, out, send_timeout, limit, first
             return engine.submit(-1, fd, 0, 0, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout), limit,
                                  dst_gen=engine.gen(sock), done=done)
         return engine.submit(-1, fd, 0, JOB_RELAY, 0, ms(send_timeout), out, fd, ms(first_timeout), ms(timeout),
-                             limit, dst_gen=engine.gen(sock), done=done, relay=relay.fields(engine))
+                             limit, dst_gen=engine.gen(sock), done=done, relay=relay)
     except (EngineBusy, EngineError):
         return None
 

@@ -75,7 +75,7 @@ class HttpSession:
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
                  "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
                  "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
-                 "log_peer", "t_local")
+                 "log_peer", "t_local", "relay_side")
 
     def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -90,6 +90,7 @@ class HttpSession:
         self.t_keepalive = route.t_keepalive
         self.t_server = route.t_server
         self.cli = Side(sock, self.t_client)
+        self.relay_side = None  # heads.client_side(), once a stream asks the engine to relay
         self._reset = False         # the client connection is to end with a reset
         self._closing = False
         self._job = None            # (id, future or None) of the engine job reading the next head
