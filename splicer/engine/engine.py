@@ -123,6 +123,7 @@ class Completion(NamedTuple):
             (END: all went), bytes_fwd counts the body.
         spliced: relayed, the body went through a pipe (else it was copied).
         relay_ms: relayed, ms from the response head's end to this completion.
+        server_close: relayed, the response head said `Connection: close`.
     """
 
     end: JobEnd
@@ -138,6 +139,7 @@ class Completion(NamedTuple):
     relayed: int = 0
     spliced: bool = False
     relay_ms: int = 0
+    server_close: bool = False
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -165,7 +167,8 @@ _POLL_MORE = EngineHandle.POLL_AGAIN | EngineHandle.POLL_TIMERS
 CLOSE_GRACE = 0.2
 """Seconds close() waits at most for an engine thread to report the jobs it cancels."""
 
-_SPLICED = binding.RELAY_SPLICED
+_SPLICED, _CLOSE = binding.RELAY_SPLICED, binding.RELAY_CLOSE
+_new = tuple.__new__  # a Completion built without NamedTuple's Python-level __new__
 _CHAINS = binding.JOB_THEN_HEAD | binding.JOB_RELAY
 
 _UNCLAIMED = object()
@@ -263,8 +266,9 @@ class Engine:
                     free_out.append(b)  # the job is over: its out buffer is free again
             cb = cbs.pop(job_id, None)
             if cb is not None:
-                c = Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                               bool(info), index, more, relayed, rflags == _SPLICED, rms)
+                c = _new(Completion, (_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
+                                      info != 0, index, more, relayed, rflags & _SPLICED != 0, rms,
+                                      rflags & _CLOSE != 0))
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -276,8 +280,8 @@ class Engine:
             fut = futs.pop(job_id, None)
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
-                                          _PHASES[phase], head, bool(info), index, more, relayed,
-                                          rflags == _SPLICED, rms))
+                                          _PHASES[phase], head, info != 0, index, more, relayed,
+                                          rflags & _SPLICED != 0, rms, rflags & _CLOSE != 0))
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

@@ -396,7 +396,7 @@ class StreamMachine:
     def body_ended(self, r: Result): return self.feed(Ev.BODY, r)
     def interim_sent(self, n: int, status: int): return self.feed(Ev.INTERIM_SENT, n, status)
     def sent(self, ok: bool, r: Result | None): return self.feed(Ev.SENT, ok, r)
-    def relayed(self, raw, index, now: float, n: int, ok: bool, r: Result | None, killed: bool = False): return self.feed(Ev.RELAYED, raw, index, now, n, ok, r, killed)
+    def relayed(self, raw, index, now: float, n: int, ok: bool, r: Result | None, killed: bool = False, server_close: bool = False): return self.feed(Ev.RELAYED, raw, index, now, n, ok, r, killed, server_close)
     def tunnel_ended(self, sent: int, up, down): return self.feed(Ev.TUNNEL_END, sent, up, down)
     def replied(self, n: int): return self.feed(Ev.REPLIED, n)
     def timer(self): return self.feed(Ev.TIMER)
@@ -751,12 +751,11 @@ class StreamMachine:
         return [Respond(head, count, chunked, splice, dechunk, keep and self.body != 1)]
 
     def _on_sent(self, ok: bool, r: Result | None) -> list:
-        resp = self.resp
         if not ok:
             self.end(Cause.CLIENT_ABORT)
             return self._finish(False, False)
-        self.head_out += self.handed[1]
-        self.status = resp.status
+        self.status, n = self.handed
+        self.head_out += n
         self.down = r
         jobs = []
         good = r.end is END_DONE
@@ -768,7 +767,7 @@ class StreamMachine:
             # length or chunked framing a FIN shows it and keeps the bytes already sent; a
             # close-delimited (or de-chunked) body has no framing to fall short of, so a
             # failed server side is passed on as a reset.
-            fr = resp.framing
+            fr = self.resp.framing
             dechunk = fr.kind is K_CHUNKED and self.req.version == b"1.0"
             jobs.append(Abort((fr.kind is K_CLOSE or dechunk) and r.end is not End.DST_ERROR))
         self.good = good
@@ -788,24 +787,32 @@ class StreamMachine:
         return jobs + self._finish(good and self.keep, good and self.reusable)
 
     def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None,
-                    killed: bool = False) -> list:
+                    killed: bool = False, server_close: bool = False) -> list:
         """The engine relayed the final response under Send.relay's terms: the head `raw` as
-        the server sent it went out as `n` bytes (what _final() would have sent), then
-        its body (`ok` False: the client took none of it; `r` the body's Result). Recorded as
-        _final() and _on_sent() record it; the stream is over. `killed`: a hard stop ended
-        the relay where `r` says (as KILLED in DATA)."""
-        resp = parse_response(raw, self.req.method, False, index)
+        the server sent it (`index`: the tokenizer's) went out as `n` bytes (what _final()
+        would have sent), then its body (`ok` False: the client took none of it; `r` the
+        body's Result). Recorded as _final() and _on_sent() record it; the stream is over.
+        `killed`: a hard stop ended the relay where `r` says (as KILLED in DATA).
+        `server_close`: the head said `Connection: close` (the engine read it: the only
+        Connection a relayed head may carry is "keep-alive" or "close")."""
         self.resp_raw = raw
         self.t_resp = now
-        self.server_status = resp.status
         self.phase = PH_DATA
-        self.reusable = resp.keep_alive
         # the response went without `Connection: close` (the relay's terms), so the client
         # may send its next request at once: during a soft stop, that one's response says close
         self.keep = True
+        self.state = State.DATA
+        if index is not None and ok and not killed and r.end is END_DONE:
+            # all went: the status from the index, no parse (the head is not read again)
+            status = self.server_status = index[5]
+            self.reusable = not server_close
+            self.handed = (status, n)
+            return self._on_sent(True, r)
+        resp = parse_response(raw, self.req.method, False, index)
+        self.server_status = resp.status
+        self.reusable = resp.keep_alive
         self.resp = resp
         self.handed = (resp.status, n)
-        self.state = State.DATA
         if killed:
             if r is not None:
                 self.down = r

@@ -46,11 +46,29 @@ def test_a_plain_response_is_relayed_and_the_next_request_head_read(net):
             c = await e.wait(*job)
             assert (c.end, c.phase, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, Phase.END, len(FWD), 5, False)
             assert c.head == RESP and c.index is not None  # the server's head, indexed, for Python
+            assert c.server_close is False
             assert await read_all(client, len(FWD) + 5) == FWD + b"hello"
             client.sendall(NEXT)
             n = await e.wait(*nxt)
             assert (n.end, n.head) == (JobEnd.DONE, NEXT)
             assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_relayed_head_that_says_close_is_reported(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCONNECTION: Close\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            origin.sendall(head + b"ok")
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.server_close) == (JobEnd.DONE, len(head) - 19, True)
+            assert await read_all(client, len(head) - 19 + 2) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            await e.abandon(*nxt)
     run(main())
 
 

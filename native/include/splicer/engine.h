@@ -244,6 +244,8 @@ struct spl_job {
 enum spl_relay_flag {
 	SPL_RELAY_NO_BODY = 1, /* job: the request was HEAD: no response has a body */
 	SPL_RELAY_SPLICED = 2, /* completion: the relayed body went through a pipe */
+	SPL_RELAY_CLOSE = 4,   /* completion: the relayed head said Connection: close (the server
+	                        * connection is not to be reused) */
 };
 
 /* A completion, one per submitted job. */
