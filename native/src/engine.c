@@ -1065,7 +1065,7 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	if (s->hbuf == -1 || s->hgot == 0)
 		return 0;
 	spl_h1_parse(head, s->hgot, idx); /* the index the completion carries, relayed or not */
-	n = spl_h1_relay(head, s->hgot, idx, job->relay_status_max, job->relay_flags & SPL_RELAY_NO_BODY,
+	n = spl_h1_relay(head, s->hgot, idx, job->relay_status_max, job->relay_flags,
 			 spl_obuf_of(e, s), e->cfg.bufsize, &body);
 	if (n <= 0) {
 		s->hindexed = 1; /* (spl_finish need not tokenize it again) */
@@ -1104,7 +1104,21 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	s->hgot = 0;
 	s->hstarted = 0;
 	s->hmore = 0;
-	job->flags = SPL_JOB_THEN_HEAD | (splice_it ? 0 : SPL_JOB_COPY);
+	if (job->relay_flags & SPL_RELAY_CLOSE_CLIENT) {
+		/* the client connection ends after this response: no next head to read */
+		struct spl_done d;
+
+		memset(&d, 0, sizeof(d));
+		d.id = job->next_id;
+		d.res = -ECANCELED;
+		d.how = SPL_END_CANCELLED;
+		d.phase = SPL_PHASE_SEND;
+		d.head_buf = -1;
+		spl_post(e, &d);
+		job->flags = splice_it ? 0 : SPL_JOB_COPY;
+	} else {
+		job->flags = SPL_JOB_THEN_HEAD | (splice_it ? 0 : SPL_JOB_COPY);
+	}
 	job->src_fd = server;
 	job->src_gen = job->dst_gen;
 	job->dst_fd = job->cli_fd;

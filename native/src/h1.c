@@ -297,13 +297,14 @@ static int spl_h1_plain_connection(const unsigned char *p, size_t len)
 }
 
 ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t max_status,
-		     uint32_t no_body, char *out, size_t cap, uint64_t *body)
+		     uint32_t flags_in, char *out, size_t cap, uint64_t *body)
 {
 	const unsigned char *p = (const unsigned char *)buf;
 	uint32_t status, n, flags, i, id;
 	uint64_t count = 0;
-	size_t at, o, start, end, k;
+	size_t at, o, start, end, k, tlen;
 	const uint32_t *f;
+	const char *tail;
 
 	if (buf == NULL || idx == NULL || out == NULL || body == NULL)
 		return -EINVAL;
@@ -315,7 +316,7 @@ ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t 
 	if (status < 200 || status > max_status || !(flags & SPL_H1_F_PLAIN) ||
 	    (flags & (SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_UPGRADE)))
 		return 0;
-	if (!no_body && status != 204 && status != 304) {
+	if (!(flags_in & SPL_RELAY_NO_BODY) && status != 204 && status != 304) {
 		if (!(flags & SPL_H1_F_CONTENT_LENGTH))
 			return 0; /* delimited by the server's close: the client connection ends too */
 		for (i = 0; i < n; i++) {
@@ -364,10 +365,15 @@ ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t 
 		o += start - at;
 		at = end;
 	}
-	if (o + (len - 2 - at) + 2 > cap)
+	tail = (flags_in & SPL_RELAY_CLOSE_CLIENT) ? "Connection: close\r\n" :
+	       (flags_in & SPL_RELAY_KEEP_ALIVE) ? "Connection: keep-alive\r\n" : "";
+	tlen = strlen(tail);
+	if (o + (len - 2 - at) + tlen + 2 > cap)
 		return 0;
 	memcpy(out + o, p + at, len - 2 - at);
 	o += len - 2 - at;
+	memcpy(out + o, tail, tlen);
+	o += tlen;
 	memcpy(out + o, "\r\n", 2);
 	o += 2;
 	*body = count;

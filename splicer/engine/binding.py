@@ -120,7 +120,7 @@ def h1_index(head: bytes) -> list[int]:
     return ffi.unpack(ix, H1_HDR_WORDS + (H1_FIELD_WORDS * ix[2] if rc == H1_OK else 0))
 
 
-def h1_relay(head: bytes, max_status: int, no_body: bool) -> tuple[bytes, int] | None:
+def h1_relay(head: bytes, max_status: int, no_body: bool, connection: bytes = b"") -> tuple[bytes, int] | None:
     """What the engine does with the response head `head` of a JOB_RELAY job
     (spl_h1_relay, native/src/h1.c): (the head as it forwards it, the body's bytes), or None
     when it leaves the head to Python. Exposed for the tests that hold it to
@@ -129,12 +129,15 @@ def h1_relay(head: bytes, max_status: int, no_body: bool) -> tuple[bytes, int] |
     Args:
         max_status: the highest status relayed (struct spl_job.relay_status_max).
         no_body: the request was HEAD (SPL_RELAY_NO_BODY).
+        connection: the Connection field added: b"close" (SPL_RELAY_CLOSE_CLIENT),
+            b"keep-alive" (SPL_RELAY_KEEP_ALIVE) or b"" (none).
     """
     ix = _h1_idx
     lib.spl_h1_parse(head, len(head), ix)
     out = ffi.new("char[]", len(head) + 64)
     body = ffi.new("uint64_t *")
-    n = lib.spl_h1_relay(head, len(head), ix, max_status, 1 if no_body else 0, out, len(head) + 64, body)
+    flags = (RELAY_NO_BODY if no_body else 0) | _RELAY_CONNECTION[connection]
+    n = lib.spl_h1_relay(head, len(head), ix, max_status, flags, out, len(head) + 64, body)
     if n < 0:  # pragma: no cover - only for NULL arguments
         _raise(n, "spl_h1_relay")
     return (ffi.unpack(out, n), body[0]) if n else None
@@ -488,6 +491,9 @@ JOB_RELAY = lib.SPL_JOB_RELAY
 RELAY_NO_BODY = lib.SPL_RELAY_NO_BODY
 RELAY_SPLICED = lib.SPL_RELAY_SPLICED
 RELAY_CLOSE = lib.SPL_RELAY_CLOSE
+RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
+RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
+_RELAY_CONNECTION = {b"": 0, b"close": RELAY_CLOSE_CLIENT, b"keep-alive": RELAY_KEEP_ALIVE}
 PHASE_SEND = lib.SPL_PHASE_SEND
 PHASE_BODY = lib.SPL_PHASE_BODY
 PHASE_HEAD = lib.SPL_PHASE_HEAD

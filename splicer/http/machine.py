@@ -106,13 +106,13 @@ PH_REQUEST, PH_QUEUE, PH_CONNECT, PH_HEADERS, PH_DATA = (Phase.REQUEST, Phase.QU
 END_DONE = End.DONE
 
 
-def _relay_terms(retry_on: frozenset, splice, head: bool) -> RelayTerms | None:
+def _relay_terms(retry_on: frozenset, splice, head: bool, close: bool, announce: bool) -> RelayTerms | None:
     """The RelayTerms of a backend's `retry-on` set and response splice policy (SplicePolicy)
-    for a request (`head`: HEAD): statuses up to the first one retry-on names (None: it names
-    one below 200)."""
+    for a request (`head`: HEAD; `close`, `announce`: as RelayTerms'): statuses up to the
+    first one retry-on names (None: it names one below 200)."""
     statuses = [s for s in retry_on if type(s) is int]
     top = min(statuses) - 1 if statuses else 599
-    return RelayTerms(top, head, splice.threshold()) if top >= 200 else None
+    return RelayTerms(top, head, splice.threshold(), close, announce) if top >= 200 else None
 
 
 _TERMS: dict = {}
@@ -155,10 +155,14 @@ class RelayTerms(NamedTuple):
     spl_h1_relay: a plain HTTP/1.1 head, framed by a Content-Length or bodiless, forwarded as
     _final() would forward it). `status_max`: the highest status (a status `retry-on` names is
     left to the machine); `no_body`: the request was HEAD; `splice_min`: a body of at least
-    this many bytes is spliced, a smaller one copied (route.splice_response's threshold)."""
+    this many bytes is spliced, a smaller one copied (route.splice_response's threshold);
+    `close`: the client connection ends after the response, which says `Connection: close`;
+    `announce`: an HTTP/1.0 client keeps it, and the response says `Connection: keep-alive`."""
     status_max: int
     no_body: bool
     splice_min: int
+    close: bool = False
+    announce: bool = False
 
 
 class ReadHead(NamedTuple):
@@ -319,7 +323,7 @@ class StreamMachine:
                  "up", "down", "interim", "answer", "handed", "t_resp", "whole", "body", "avoid",
                  "only", "failed", "answered", "resp", "keep", "reusable", "server_status", "good",
                  "info", "view", "early", "reply_status", "resp_raw", "interim_status", "observing",
-                 "out_head", "replayable", "allow_reuse", "lease", "persisting")
+                 "out_head", "replayable", "allow_reuse", "lease", "persisting", "relaying")
 
     def __init__(self, req, raw: bytes, route, policy, be_counters, be_name: str, first: bool) -> None:
         self.state = State.QUEUE
@@ -368,6 +372,7 @@ class StreamMachine:
         self.allow_reuse = False
         self.lease = None                   # the connection lent to the attempt under way
         self.persisting = False             # the backend persists (cookie, use-server): persist_fields()
+        self.relaying = None                # the RelayTerms of the Send under way (None: no relay)
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -509,18 +514,21 @@ class StreamMachine:
     def relay_terms(self) -> RelayTerms | None:
         """The terms under which the engine may relay the response by itself, or None when
         the machine must see the head first: the servers' health observes responses,
-        persistence may set a cookie, an http-response rule may act, the client is not an
-        HTTP/1.1 keep-alive one (its response needs a Connection field), an upgrade, a soft
-        stop. What the engine relays is what _final() would send (tests/unit/engine/
-        test_h1_tokenizer.py holds the two to the same bytes)."""
+        persistence may set a cookie, an http-response rule may act, an upgrade. A client
+        that closes after the response (its own `Connection: close`, HTTP/1.0 without
+        keep-alive, a soft stop) gets `Connection: close` from the engine, an HTTP/1.0
+        keep-alive one `Connection: keep-alive`. What the engine relays is what _final()
+        would send (tests/unit/engine/test_h1_tokenizer.py holds the two to the same bytes)."""
         req, route = self.req, self.route
-        if (self.observing or self.persisting or route.response_rules or not req.keep_alive
-                or req.version != b"1.1" or req.upgrade is not None or self.stopping):
+        if self.observing or self.persisting or route.response_rules or req.upgrade is not None:
             return None
-        key = (self.policy.retry_on, route.splice_response, req.method == b"HEAD")
+        keep = req.keep_alive and not self.stopping
+        key = (self.policy.retry_on, route.splice_response, req.method == b"HEAD", not keep,
+               keep and req.version == b"1.0")
         terms = _TERMS.get(key, _UNKNOWN)
         if terms is _UNKNOWN:
             terms = _TERMS[key] = _relay_terms(*key)
+        self.relaying = terms
         return terms
 
     def _on_no_server(self, termination: str, retries: int, server) -> list:
@@ -798,9 +806,10 @@ class StreamMachine:
         self.resp_raw = raw
         self.t_resp = now
         self.phase = PH_DATA
-        # the response went without `Connection: close` (the relay's terms), so the client
-        # may send its next request at once: during a soft stop, that one's response says close
-        self.keep = True
+        # as the relay's terms said when it began: a response that went without `Connection:
+        # close` lets the client send its next request at once (a soft stop begun since
+        # answers that one with close)
+        self.keep = not self.relaying.close
         self.state = State.DATA
         if index is not None and ok and not killed and r.end is END_DONE:
             # all went: the status from the index, no parse (the head is not read again)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import socket
 
-from splicer.engine.binding import (JOB_CHUNKED, JOB_COPY, JOB_RELAY, JOB_SKIP_EMPTY, JOB_THEN_HEAD, RELAY_NO_BODY,
-                                    UNTIL_EOF)
+from splicer.engine.binding import (JOB_CHUNKED, JOB_COPY, JOB_RELAY, JOB_SKIP_EMPTY, JOB_THEN_HEAD,
+                                    RELAY_CLOSE_CLIENT, RELAY_KEEP_ALIVE, RELAY_NO_BODY, UNTIL_EOF)
 from splicer.engine.engine import Completion, JobEnd, Phase, ms
 from splicer.errors import EngineBusy, EngineError
 from splicer.runtime import io
@@ -98,7 +98,9 @@ def client_side(engine, sock: socket.socket, cli_timeout: float | None, next_fir
 def relay_fields(terms, side: tuple) -> tuple:
     """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`) for the
     machine's http/machine.py RelayTerms `terms` and the client_side() `side`."""
-    return (terms.status_max, *side, RELAY_NO_BODY if terms.no_body else 0, terms.splice_min)
+    flags = ((RELAY_NO_BODY if terms.no_body else 0) | (RELAY_CLOSE_CLIENT if terms.close else 0)
+             | (RELAY_KEEP_ALIVE if terms.announce else 0))
+    return (terms.status_max, *side, flags, terms.splice_min)
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,

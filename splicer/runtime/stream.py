@@ -377,9 +377,9 @@ class Stream(StreamMachine):
             return
         killed = c.end is _CANCELLED  # the engine was closed (a hard stop) under the relay
         if chained:
-            if went:
+            if went and not self.relaying.close:
                 self._pending = (chained, None)
-            else:
+            else:  # (cancelled by the engine: the relay failed, or the client does not go on)
                 self.fe.mover.engine.then((chained, None), _ignore)
         if self.whole:  # the body went with the request, whole, before the response came
             self.step(Ev.BODY, whole_body(self.whole))

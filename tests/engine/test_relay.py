@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from splicer.engine.binding import JOB_RELAY, RELAY_NO_BODY, UNTIL_EOF
+from splicer.engine.binding import JOB_RELAY, RELAY_CLOSE_CLIENT, RELAY_KEEP_ALIVE, RELAY_NO_BODY, UNTIL_EOF
 from splicer.engine.engine import JobEnd, Phase, ms
 from tests.engine.conftest import engine, fd_count, run
 from tests.engine.test_heads import REQ, read_all
@@ -21,10 +21,10 @@ FWD = b"HTTP/1.1 200 OK\r\nServer: o\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n"
 NEXT = b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
-def relay_job(e, srv, cli, status_max=599, no_body=False, splice_min=UNTIL_EOF, first=5.0, done=None):
+def relay_job(e, srv, cli, status_max=599, no_body=False, splice_min=UNTIL_EOF, first=5.0, done=None, flags=0):
     """Submit the request job; returns ((id, fut), (next id, next fut))."""
-    relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(first), ms(5.0), RELAY_NO_BODY if no_body else 0,
-             splice_min)
+    relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(first), ms(5.0),
+             (RELAY_NO_BODY if no_body else 0) | flags, splice_min)
     job = e.submit(-1, srv.fileno(), 0, JOB_RELAY, 0, 5000, REQ, srv.fileno(), 5000, 5000, 4000,
                    dst_gen=e.gen(srv), relay=relay, done=done)
     return job, e.chained
@@ -69,6 +69,43 @@ def test_a_relayed_head_that_says_close_is_reported(net):
             assert (c.end, c.relayed, c.server_close) == (JobEnd.DONE, len(head) - 19, True)
             assert await read_all(client, len(head) - 19 + 2) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
             await e.abandon(*nxt)
+    run(main())
+
+
+def test_a_client_that_closes_gets_connection_close_and_no_next_head_is_read(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    fwd = FWD[:-2] + b"Connection: close\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli, flags=RELAY_CLOSE_CLIENT)
+            await request_in(origin)
+            origin.sendall(RESP + b"hello")
+            n = await e.wait(*nxt)
+            assert n.end is JobEnd.CANCELLED  # at once: the client does not go on
+            c = await e.wait(*job)
+            assert (c.end, c.phase, c.relayed, c.bytes_fwd) == (JobEnd.DONE, Phase.END, len(fwd), 5)
+            assert await read_all(client, len(fwd) + 5) == fwd + b"hello"
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_an_http_1_0_client_that_keeps_its_connection_is_told_so(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    fwd = FWD[:-2] + b"Connection: keep-alive\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli, flags=RELAY_KEEP_ALIVE)
+            await request_in(origin)
+            origin.sendall(RESP + b"hello")
+            c = await e.wait(*job)
+            assert (c.end, c.relayed) == (JobEnd.DONE, len(fwd))
+            assert await read_all(client, len(fwd) + 5) == fwd + b"hello"
+            client.sendall(NEXT)
+            assert (await e.wait(*nxt)).head == NEXT
     run(main())
 
 

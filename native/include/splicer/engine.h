@@ -167,7 +167,8 @@ enum spl_job_flag {
 	                             * the engine sends it on to cli_fd, moves its body server ->
 	                             * client (spliced from splice_min bytes, else copied) and goes
 	                             * on as head job next_id on cli_fd (SPL_JOB_THEN_HEAD with
-	                             * next_first_ms, next_ms, head_limit), with no completion in
+	                             * next_first_ms, next_ms, head_limit; not with
+	                             * SPL_RELAY_CLOSE_CLIENT), with no completion in
 	                             * between: struct spl_done.relayed says it did. Otherwise the
 	                             * job ends with the head as without the flag, and next_id's
 	                             * completion follows as SPL_END_CANCELLED. Counts as two jobs. */
@@ -246,6 +247,11 @@ enum spl_relay_flag {
 	SPL_RELAY_SPLICED = 2, /* completion: the relayed body went through a pipe */
 	SPL_RELAY_CLOSE = 4,   /* completion: the relayed head said Connection: close (the server
 	                        * connection is not to be reused) */
+	SPL_RELAY_CLOSE_CLIENT = 8, /* job: the client connection ends after this response: the
+	                        * head gets `Connection: close` and no next head is read (next_id's
+	                        * completion comes as SPL_END_CANCELLED when the relay starts) */
+	SPL_RELAY_KEEP_ALIVE = 16, /* job: an HTTP/1.0 client that keeps its connection: the head
+	                        * gets `Connection: keep-alive` */
 };
 
 /* A completion, one per submitted job. */
@@ -451,15 +457,17 @@ ssize_t spl_head_end(const char *buf, size_t len, size_t start);
 int spl_h1_parse(const char *buf, size_t len, uint32_t *idx);
 
 /* The response head buf[0..len), indexed by spl_h1_parse() into idx, as splicer forwards it
- * to an HTTP/1.1 client whose connection goes on, when the engine may relay it without
- * Python (splicer/http/h1.py forwarded_response() writes the same bytes): an HTTP/1.1
- * status from 200 to max_status; plain field lines (SPL_H1_F_PLAIN); no Transfer-Encoding or
- * Upgrade; framed by one Content-Length without leading zeros, or without a body (204, 304,
- * or `no_body`: the request was HEAD); no hop-by-hop field but Keep-Alive and a Connection
- * of just "keep-alive" or "close", which are left out. Writes the head into out[0..cap) and
- * the body's bytes into *body. Returns its length, 0 when the head needs Python, -EINVAL. */
+ * to its client, when the engine may relay it without Python (splicer/http/h1.py
+ * forwarded_response() writes the same bytes): an HTTP/1.1 status from 200 to max_status;
+ * plain field lines (SPL_H1_F_PLAIN); no Transfer-Encoding or Upgrade; framed by one
+ * Content-Length without leading zeros, or without a body (204, 304, or SPL_RELAY_NO_BODY in
+ * `flags`: the request was HEAD); no hop-by-hop field but Keep-Alive and a Connection of
+ * just "keep-alive" or "close", which are left out; `Connection: close` added with
+ * SPL_RELAY_CLOSE_CLIENT, `Connection: keep-alive` with SPL_RELAY_KEEP_ALIVE. Writes the
+ * head into out[0..cap) and the body's bytes into *body. Returns its length, 0 when the
+ * head needs Python, -EINVAL. */
 ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t max_status,
-		     uint32_t no_body, char *out, size_t cap, uint64_t *body);
+		     uint32_t flags, char *out, size_t cap, uint64_t *body);
 
 /* Copies the engine's counters into *out. Any thread. */
 void spl_engine_stats(const struct spl_engine *e, struct spl_engine_stats *out);

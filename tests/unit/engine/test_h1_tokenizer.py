@@ -186,8 +186,11 @@ def relay_disagreements(head: bytes, method: bytes, ref, stats: dict | None) -> 
     machine would send: the response head as forward_response_head() writes it for an HTTP/1.1
     keep-alive client, and exactly the body its framing gives."""
     bad = []
-    for max_status in (599, 399):
-        got = binding.h1_relay(head, max_status, method == b"HEAD")
+    for max_status, version, keep, connection in ((599, b"1.1", True, b""), (399, b"1.1", True, b""),
+                                                  (599, b"1.1", False, b"close"),
+                                                  (599, b"1.0", True, b"keep-alive"),
+                                                  (599, b"1.0", False, b"close")):
+        got = binding.h1_relay(head, max_status, method == b"HEAD", connection)
         if got is None:
             continue
         if ref[0] != "ok":
@@ -197,7 +200,7 @@ def relay_disagreements(head: bytes, method: bytes, ref, stats: dict | None) -> 
         if stats is not None:
             stats["relayed"] = stats.get("relayed", 0) + 1
         fwd, body = got
-        want = h1.forward_response_head(resp, b"1.1", True)
+        want = h1.forward_response_head(resp, version, keep)
         if fwd != want:
             bad.append(f"relayed {method} as {fwd!r} != {want!r}")
         fr = resp.framing

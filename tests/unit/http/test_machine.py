@@ -841,22 +841,31 @@ def test_a_plain_request_lets_the_engine_relay_up_to_the_first_status_retry_on_n
     assert send.relay.splice_min == 4096
 
 
+@pytest.mark.parametrize("raw, close, announce", [
+    (b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", True, False),
+    (b"GET /a HTTP/1.0\r\n\r\n", True, False),
+    (b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", False, True),
+])
+def test_a_client_that_closes_or_speaks_1_0_is_told_so_by_the_engine(raw, close, announce):
+    m, send = relaying(raw)
+    assert send.relay == RelayTerms(599, False, 32768, close, announce)
+    jobs = m.relayed(OK_5, None, 1.0, 60, True, Result(End.DONE, 5, 5, 0))
+    assert jobs == [Finish(not close, True)]
+
+
 @pytest.mark.parametrize("raw, kw", [
     (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(observing=True)),
     (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(response_rules=(object(),))),
-    (b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", {}),
-    (b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", {}),
     (b"GET /a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n", {}),
     (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", dict(policy=RetryPolicy(3, frozenset({100})))),
 ])
 def test_the_machine_sees_the_head_itself_where_it_may_send_other_bytes(raw, kw):
-    """Observed responses, response rules, a client whose response must say Connection, an
-    upgrade, a retry-on status below 200: no relay."""
+    """Observed responses, response rules, an upgrade, a retry-on status below 200: no relay."""
     _, send = relaying(raw, **kw)
     assert send.relay is None
 
 
-def test_persistence_and_a_soft_stop_keep_the_head_for_the_machine():
+def test_persistence_keeps_the_head_for_the_machine_and_a_soft_stop_relays_with_close():
     m = machine(observing=False)
     m.persisting = True
     m.start()
@@ -866,7 +875,7 @@ def test_persistence_and_a_soft_stop_keep_the_head_for_the_machine():
         stopping = True
     m = machine(observing=False, cls=Stopping)
     m.start()
-    assert m.leased(lease())[-1].relay is None
+    assert m.leased(lease())[-1].relay == RelayTerms(599, False, 32768, True, False)
 
 
 def test_a_relayed_response_is_recorded_as_the_machines_own_respond():
