@@ -89,7 +89,6 @@ def find_head_end(buf: bytes | bytearray, start: int = 0) -> int:
     return m.end() if m else -1
 
 
-@dataclass(slots=True)
 class RequestHead:
     """A parsed request head.
 
@@ -98,31 +97,70 @@ class RequestHead:
         target: request-target in origin-form (an absolute-form one is rewritten; its
             authority became Host), or b"*" for OPTIONS.
         version: b"1.1" or b"1.0".
-        headers: fields in wire order, names in the case received.
+        headers: fields in wire order, names in the case received. A head parsed from the
+            engine's index slices them out of its bytes on first read only (most requests
+            are forwarded by their byte ranges and balanced without a field being read).
         framing: body framing (framing.request_framing).
         keep_alive: the client allows the connection to persist after this exchange
             (RFC 9112 section 9.3: 1.1 unless "close"; 1.0 only with "keep-alive").
         expect_continue: the request carries Expect: 100-continue.
         upgrade: the Upgrade field value when the client asks to switch protocols
             (RFC 9110 section 7.8: GET, HTTP/1.1, "upgrade" listed in Connection), else None.
-        source: (head bytes, engine index, fields list, name ids, Connection tokens) when
-            the head was parsed from the engine's index: forwarded_request() then copies
-            the head's own byte ranges while `headers` is still that list (not compared).
+        source: (head bytes, engine index, fields list or None while not sliced, name ids,
+            Connection tokens) when the head was parsed from the engine's index:
+            forwarded_request() then copies the head's own byte ranges while `headers` was
+            never set to another list (not compared).
+
+    Equality compares every attribute but `source`, as a dataclass would.
     """
 
-    method: bytes
-    target: bytes
-    version: bytes
-    headers: hdr.Headers
-    framing: Framing
-    keep_alive: bool
-    expect_continue: bool = False
-    upgrade: bytes | None = None
-    source: tuple | None = field(default=None, compare=False)
+    __slots__ = ("method", "target", "version", "_headers", "framing", "keep_alive", "expect_continue",
+                 "upgrade", "source")
+
+    def __init__(self, method: bytes, target: bytes, version: bytes, headers: hdr.Headers | None,
+                 framing: Framing, keep_alive: bool, expect_continue: bool = False, upgrade: bytes | None = None,
+                 source: tuple | None = None) -> None:
+        self.method = method
+        self.target = target
+        self.version = version
+        self._headers = headers  # None: still to slice out of `source`
+        self.framing = framing
+        self.keep_alive = keep_alive
+        self.expect_continue = expect_continue
+        self.upgrade = upgrade
+        self.source = source
+
+    @property
+    def headers(self) -> hdr.Headers:
+        h = self._headers
+        if h is None:
+            src = self.source
+            h = self._headers = _slice_fields(src[0], src[1])
+            self.source = (src[0], src[1], h, src[3], src[4])
+        return h
+
+    @headers.setter
+    def headers(self, value: hdr.Headers) -> None:
+        self._headers = value
+
+    def _key(self) -> tuple:
+        return (self.method, self.target, self.version, self.headers, self.framing, self.keep_alive,
+                self.expect_continue, self.upgrade)
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not RequestHead:
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # (mutable, as the dataclass was)
+
+    def __repr__(self) -> str:
+        return ("RequestHead(method=%r, target=%r, version=%r, headers=%r, framing=%r, keep_alive=%r, "
+                "expect_continue=%r, upgrade=%r)" % self._key())
 
     def copy(self) -> "RequestHead":
         """A shallow copy (the fields list is shared: reassign it, never mutate it)."""
-        return RequestHead(self.method, self.target, self.version, self.headers, self.framing,
+        return RequestHead(self.method, self.target, self.version, self._headers, self.framing,
                            self.keep_alive, self.expect_continue, self.upgrade, self.source)
 
 
@@ -355,6 +393,21 @@ def _fields_of(head: bytes, ix: list[int]) -> tuple[hdr.Headers, list[int]]:
     return [(head[a:b], head[c:d]) for a, b, c, d, _ in zip(it, it, it, it, it)], words[4::FIELD_WORDS]
 
 
+def _slice_fields(head: bytes, ix: list[int]) -> hdr.Headers:
+    """The fields of an indexed head, sliced out of it."""
+    it = iter(ix[INDEX_HDR:INDEX_HDR + FIELD_WORDS * ix[2]])
+    return [(head[a:b], head[c:d]) for a, b, c, d, _ in zip(it, it, it, it, it)]
+
+
+def _values_at(head: bytes, ix: list[int], ids: list[int], name_id: int) -> list[bytes]:
+    """The values of the fields whose name id is `name_id`, in order, read by the index."""
+    if ids.count(name_id) == 1:
+        j = INDEX_HDR + FIELD_WORDS * ids.index(name_id)
+        return [head[ix[j + 2]:ix[j + 3]]]
+    return [head[ix[j + 2]:ix[j + 3]] for j in
+            (INDEX_HDR + FIELD_WORDS * i for i, t in enumerate(ids) if t == name_id)]
+
+
 def _values(fields: hdr.Headers, ids: list[int], name_id: int) -> list[bytes]:
     """The values of the fields whose name id is `name_id`, in order."""
     if ids.count(name_id) == 1:
@@ -368,32 +421,34 @@ def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
     the few fields they need by their name ids (no name is lowered)."""
     if ix[2] > maxhdr:
         raise HeadError(f"more than {maxhdr} header fields", 400)
-    fields, ids = _fields_of(head, ix)
     flags = ix[3]
     v = ix[7]
     method, target, version = head[:ix[4]], head[ix[5]:ix[6]], head[v:v + 3]
     if method == b"CONNECT" or not target.startswith(b"/"):
-        return _request(method, target, version, fields, flags)  # a target to rewrite: field by field
+        # a target to rewrite: field by field
+        return _request(method, target, version, _slice_fields(head, ix), flags)
+    ids = ix[INDEX_HDR + 4:INDEX_HDR + FIELD_WORDS * ix[2]:FIELD_WORDS]
     # the checks of _request(), in its order (the tokenizer allows one Host, one
-    # Content-Length of digits and one Transfer-Encoding "chunked" at most)
-    if flags & F_HOST and not _HOST.fullmatch(fields[ids.index(ID_HOST)][1]):
+    # Content-Length of digits and one Transfer-Encoding "chunked" at most); the fields
+    # are read by the index, and sliced out as a list only when something asks for them
+    if flags & F_HOST and not _HOST.fullmatch(_values_at(head, ix, ids, ID_HOST)[0]):
         raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
     if flags & F_TRANSFER_ENCODING and version == b"1.0":
         raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)  # RFC 9112 section 6.1
     try:
         framing = framing_of_request(
             _CHUNKED if flags & F_TRANSFER_ENCODING else _NO_FIELDS,
-            content_length_of(_values(fields, ids, ID_CONTENT_LENGTH)) if flags & F_CONTENT_LENGTH else None)
+            content_length_of(_values_at(head, ix, ids, ID_CONTENT_LENGTH)) if flags & F_CONTENT_LENGTH else None)
     except FramingError as exc:
         raise HeadError(str(exc), exc.status) from None
-    conn = hdr.tokens_of(_values(fields, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
+    conn = hdr.tokens_of(_values_at(head, ix, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
     expect = bool(flags & F_EXPECT) and any(
-        e.lower().strip() == b"100-continue" for e in _values(fields, ids, ID_EXPECT))
+        e.lower().strip() == b"100-continue" for e in _values_at(head, ix, ids, ID_EXPECT))
     upgrade = None
     if b"upgrade" in conn and version == b"1.1" and method == b"GET":
-        upgrade = b", ".join(u.strip() for u in _values(fields, ids, ID_UPGRADE)) or None
-    return RequestHead(method, target, version, fields, framing, _persistent(version, conn), expect, upgrade,
-                       (head, ix, fields, ids, conn))
+        upgrade = b", ".join(u.strip() for u in _values_at(head, ix, ids, ID_UPGRADE)) or None
+    return RequestHead(method, target, version, None, framing, _persistent(version, conn), expect, upgrade,
+                       (head, ix, None, ids, conn))
 
 
 _CHUNKED = (b"chunked",)
@@ -722,7 +777,7 @@ def forwarded_request(raw: bytes, req: RequestHead, client_ip: str | None,
     not built again (HeadMemo).
     """
     src = req.source
-    if src is not None and src[0] is raw and src[2] is req.headers:
+    if src is not None and src[0] is raw and src[2] is req._headers:
         out = _request_by_ranges(req, src, client_ip, forwarded)
         if out is not None:
             return out
@@ -767,10 +822,11 @@ def _kept_lines(src: tuple) -> bytes:
     received, each with its CRLF: one slice when no hop-by-hop field is present.
 
     Args:
-        src: the head's (bytes, index, fields, name ids, Connection tokens).
+        src: the head's (bytes, index, fields or None while not sliced, name ids,
+            Connection tokens).
     """
     raw, ix, fields, ids, conn = src
-    n = len(fields)
+    n = ix[2]
     if not n:
         return b""
     end = len(raw) - 2
@@ -778,6 +834,8 @@ def _kept_lines(src: tuple) -> bytes:
         return raw[ix[INDEX_HDR]:end]
     named = [t for t in conn if t not in _NEVER_NAMED]  # other fields Connection names
     if named:
+        if fields is None:
+            fields = _slice_fields(raw, ix)
         drop = [i for i, (name, _) in enumerate(fields) if ids[i] in HOP_IDS or name.lower() in named]
     else:
         drop = [i for i, t in enumerate(ids) if t in HOP_IDS]
@@ -794,8 +852,8 @@ def _kept_lines(src: tuple) -> bytes:
 def _length_as_written(src: tuple, length: int) -> bool:
     """True when the Content-Length field (the index allows one) reads exactly `length` as
     set_framing() would write it (no leading zeros)."""
-    _, _, fields, ids, _ = src
-    return ID_CONTENT_LENGTH in ids and fields[ids.index(ID_CONTENT_LENGTH)][1] == b"%d" % length
+    raw, ix, _, ids, _ = src
+    return ID_CONTENT_LENGTH in ids and _values_at(raw, ix, ids, ID_CONTENT_LENGTH)[0] == b"%d" % length
 
 
 def _request_by_ranges(req: RequestHead, src: tuple, client_ip: str | None,

@@ -30,6 +30,11 @@ for every request, whatever happened before. The states:
 A fast path is a short walk through it: QUEUE (an idle connection at once) -> SEND (one
 engine job sends the head, copies a small body and reads the response head back) -> DATA
 (one engine job sends the head and body, then reads the client's next head) -> DONE.
+Shorter still, when nothing but the machine's own forwarding would touch the response
+(relay_terms(): no http-response rule, no observe, no persistence, no upgrade), the Send
+job carries RelayTerms and the engine relays a plain response by itself (native/src/h1.c
+spl_h1_relay writes the head _final() would write, byte for byte): the machine then takes
+one RELAYED event, SEND -> DONE, for the head and the body together.
 """
 from __future__ import annotations
 

@@ -254,6 +254,11 @@ class Backend:
         fn = self._key_fn
         return None if fn is None else fn(target, headers, client_ip)
 
+    @property
+    def hashes(self) -> bool:
+        """The algorithm balances on a key of the request (key_of() may give one)."""
+        return self._key_fn is not None
+
     def _queue_limit(self, candidates: list[int]) -> int | None:
         """How many requests may wait: the sum of the candidates' `maxqueue` when each sets
         one, else None (no limit). haproxy counts maxqueue per server queue; splicer has

@@ -141,7 +141,8 @@ class Stream(StreamMachine):
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))
         self.out_head = out_head
-        self._key = be.key_of(req.target, req.headers, s.client_ip)
+        if be.hashes:  # (roundrobin and the like read no field: the fields stay unsliced)
+            self._key = be.key_of(req.target, req.headers, s.client_ip)
         self.decide_reuse()
         return self.attempt()
 
