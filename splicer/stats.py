@@ -66,9 +66,9 @@ class Counters:
     terms: dict = field(default_factory=dict)
 
     def count_status(self, status: int) -> None:
-        """Count one response of `status` in its class."""
-        name = _STATUS_CLASS[min(max(status // 100, 1), 5)]
-        setattr(self, name, getattr(self, name) + 1)
+        """Count one response of `status` in its class (below 100 as 1xx, from 600 as 5xx)."""
+        k = status // 100
+        self.__dict__[_STATUS_CLASS[k] if 0 < k < 6 else "hrsp_1xx" if k < 1 else "hrsp_5xx"] += 1
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for the JSON stats line)."""
