@@ -799,8 +799,8 @@ class StreamMachine:
             good = False
         return jobs + self._finish(good and self.keep, good and self.reusable)
 
-    def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None,
-                    killed: bool = False, server_close: bool = False) -> list:
+    def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None, killed: bool,
+                    server_close: bool) -> list:
         """The engine relayed the final response under Send.relay's terms: the head `raw` as
         the server sent it (`index`: the tokenizer's) went out as `n` bytes (what _final()
         would have sent), then its body (`ok` False: the client took none of it; `r` the
@@ -815,7 +815,6 @@ class StreamMachine:
         # close` lets the client send its next request at once (a soft stop begun since
         # answers that one with close)
         self.keep = not self.relaying.close
-        self.state = State.DATA
         if index is not None and ok and not killed and r.end is END_DONE:
             # all went: the status from the index, no parse (the head is not read again)
             status = self.server_status = index[5]

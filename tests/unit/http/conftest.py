@@ -1,4 +1,5 @@
-"""Every http unit test starts with empty head memos (splicer.http.h1.HeadMemo).
+"""Every http unit test starts with empty head memos (splicer.http.h1.HeadMemo) and an empty
+memo of relay terms (splicer.http.machine._TERMS).
 
 parse_request, parse_response, forwarded_request and forwarded_response answer a head seen
 before from a module-level memo. Without this, a test whose head an earlier test already
@@ -8,7 +9,7 @@ parsing or building code would ever run for such a head).
 """
 import pytest
 
-from splicer.http import h1
+from splicer.http import h1, machine
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +17,8 @@ def empty_head_memos():
     memos = (h1._REQUESTS, h1._RESPONSES, h1._FORWARDED_REQUESTS, h1._FORWARDED_RESPONSES)
     for memo in memos:
         memo.reset()
+    machine._TERMS.clear()
     yield
     for memo in memos:
         memo.reset()
+    machine._TERMS.clear()

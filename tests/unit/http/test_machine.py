@@ -952,3 +952,12 @@ def test_a_relay_that_all_went_reads_its_status_from_the_index_and_reuse_from_th
     assert m.relayed(OK_5, h1_index(OK_5), 2.0, 38, True, Result(End.DONE, 5, 0, 5), False, False) == [
         Finish(True, True)]
     assert (m.status, m.handed) == (200, (200, 38))
+
+
+def test_the_final_head_adds_to_the_interim_heads_that_went_before():
+    m = sending()
+    data = m.head(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n", None, None, 1.0)[-1].data
+    m.interim_sent(len(data), 103)
+    final = m.head(OK_5, None, None, 2.0)[-1].head
+    m.sent(True, Result(End.DONE, 5, 0, 5))
+    assert m.head_out == len(data) + len(final)
