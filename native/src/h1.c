@@ -15,6 +15,7 @@
  * fields...), which Python hands to h11 as before. tests/unit/http/test_h1_tokenizer.py holds
  * the two to agreement on every head they are fed.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,6 +119,50 @@ static int spl_h1_strict_violation(const unsigned char *p, size_t len)
 	return 0;
 }
 
+/* 1 when the Host value p[0..len) is one splicer/http/h1.py's _HOST grammar takes: an
+ * IP-literal in brackets or a reg-name (RFC 3986 section 3.2.2), then an optional port of
+ * digits; 0 when it is not, or not certainly (Python's check then decides). */
+static int spl_h1_host_ok(const unsigned char *p, size_t len)
+{
+	static const char reg[] = "-._~%!$&'()*+;=";
+	size_t i = 0;
+
+	if (len > 0 && p[0] == '[') {
+		for (i = 1; i < len && (isxdigit(p[i]) || p[i] == ':' || p[i] == '.'); i++)
+			;
+		if (i == 1 || i >= len || p[i] != ']')
+			return 0;
+		i++;
+	} else {
+		while (i < len && (isalnum(p[i]) || (p[i] != 0 && strchr(reg, p[i]) != NULL)))
+			i++;
+	}
+	if (i == len)
+		return 1;
+	if (p[i] != ':')
+		return 0;
+	for (i++; i < len; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* SPL_H1_F_CONN_KEEP_ALIVE or SPL_H1_F_CONN_CLOSE when the Connection value p[0..len) is just
+ * that option (any case), else 0. */
+static uint32_t spl_h1_conn_option(const unsigned char *p, size_t len)
+{
+	static const char ka[] = "keep-alive", cl[] = "close";
+	const char *want = len == 10 ? ka : len == 5 ? cl : NULL;
+	size_t i;
+
+	if (want == NULL)
+		return 0;
+	for (i = 0; i < len; i++)
+		if ((p[i] | 0x20) != (unsigned char)want[i])
+			return 0;
+	return len == 10 ? SPL_H1_F_CONN_KEEP_ALIVE : SPL_H1_F_CONN_CLOSE;
+}
+
 /* Reads the field lines from p[*pos], after the start line, into idx; every line ends in
  * CRLF (the strict pass made sure). Returns SPL_H1_OK with *pos at the end of the empty line
  * and *hosts the number of Host fields (0 or 1), or SPL_H1_UNSURE. */
@@ -125,7 +170,7 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 			 uint32_t *hosts)
 {
 	size_t i = *pos, ns, ne, vs, ve;
-	uint32_t n = 0, flags = SPL_H1_F_PLAIN, flag, cls = 0, tes = 0, *f;
+	uint32_t n = 0, flags = SPL_H1_F_PLAIN, flag, cls = 0, tes = 0, conns = 0, conn = 0, *f;
 	const struct spl_h1_name *known;
 
 	*hosts = 0;
@@ -161,6 +206,11 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 		if (flag == SPL_H1_F_HOST) {
 			if (++*hosts > 1)
 				return SPL_H1_UNSURE; /* h11: "Found multiple Host: headers" */
+			if (spl_h1_host_ok(p + vs, ve - vs))
+				flags |= SPL_H1_F_HOST_OK;
+		} else if (flag == SPL_H1_F_CONNECTION) {
+			if (++conns == 1)
+				conn = spl_h1_conn_option(p + vs, ve - vs);
 		} else if (flag == SPL_H1_F_CONTENT_LENGTH) {
 			/* h11 keeps one of equal values and rewrites a list: only a plain number of
 			 * at most 20 digits (its limit), once, is certain here */
@@ -186,7 +236,7 @@ static int spl_h1_fields(const unsigned char *p, size_t len, size_t *pos, uint32
 		n++;
 	}
 	idx[2] = n;
-	idx[3] = flags;
+	idx[3] = flags | (conns == 1 ? conn : 0);
 	return SPL_H1_OK;
 }
 

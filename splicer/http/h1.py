@@ -55,6 +55,9 @@ F_ALL = 127
 """Flags of a head whose fields are not known: every check runs (a head h11 parsed)."""
 F_PLAIN = 128
 """Every field line is "name: value" CRLF, as headers.serialize() writes it."""
+F_HOST_OK, F_CONN_KEEP_ALIVE, F_CONN_CLOSE = 256, 512, 1024
+"""The tokenizer's verdicts on values (engine.h): the Host value is one _HOST takes; the one
+Connection field is just "keep-alive" / "close" (any case)."""
 INDEX_HDR, FIELD_WORDS = 8, 5
 ID_HOST, ID_CONTENT_LENGTH, ID_TRANSFER_ENCODING, ID_CONNECTION, ID_EXPECT, ID_UPGRADE = 1, 2, 3, 4, 5, 6
 HOP_IDS = frozenset({3, 4, 6, 7, 8, 9, 10, 11, 12})
@@ -431,7 +434,7 @@ def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
     # the checks of _request(), in its order (the tokenizer allows one Host, one
     # Content-Length of digits and one Transfer-Encoding "chunked" at most); the fields
     # are read by the index, and sliced out as a list only when something asks for them
-    if flags & F_HOST and not _HOST.fullmatch(_values_at(head, ix, ids, ID_HOST)[0]):
+    if flags & F_HOST and not flags & F_HOST_OK and not _HOST.fullmatch(_values_at(head, ix, ids, ID_HOST)[0]):
         raise HeadError("invalid Host field value", 400)  # RFC 9112 section 3.2
     if flags & F_TRANSFER_ENCODING and version == b"1.0":
         raise HeadError("Transfer-Encoding in an HTTP/1.0 request", 400)  # RFC 9112 section 6.1
@@ -441,7 +444,7 @@ def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
             content_length_of(_values_at(head, ix, ids, ID_CONTENT_LENGTH)) if flags & F_CONTENT_LENGTH else None)
     except FramingError as exc:
         raise HeadError(str(exc), exc.status) from None
-    conn = hdr.tokens_of(_values_at(head, ix, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
+    conn = _connection(head, ix, ids, flags)
     expect = bool(flags & F_EXPECT) and any(
         e.lower().strip() == b"100-continue" for e in _values_at(head, ix, ids, ID_EXPECT))
     upgrade = None
@@ -449,6 +452,18 @@ def _request_from_index(head: bytes, ix: list[int], maxhdr: int) -> RequestHead:
         upgrade = b", ".join(u.strip() for u in _values_at(head, ix, ids, ID_UPGRADE)) or None
     return RequestHead(method, target, version, None, framing, _persistent(version, conn), expect, upgrade,
                        (head, ix, None, ids, conn))
+
+
+def _connection(head: bytes, ix: list[int], ids: list[int], flags: int) -> list[bytes]:
+    """The Connection tokens of an indexed head (headers.tokens_of of its Connection values),
+    from the tokenizer's verdict when the field is just one option."""
+    if not flags & F_CONNECTION:
+        return _NO_FIELDS
+    if flags & F_CONN_KEEP_ALIVE:
+        return [b"keep-alive"]
+    if flags & F_CONN_CLOSE:
+        return [b"close"]
+    return hdr.tokens_of(_values_at(head, ix, ids, ID_CONNECTION))
 
 
 _CHUNKED = (b"chunked",)
@@ -610,7 +625,7 @@ def _response_from_index(head: bytes, ix: list[int], method: bytes, upgrade_requ
             _values(fields, ids, ID_CONTENT_LENGTH) if flags & F_CONTENT_LENGTH else _NO_FIELDS)
     except FramingError as exc:
         raise HeadError(str(exc), 502) from None
-    conn = hdr.tokens_of(_values(fields, ids, ID_CONNECTION)) if flags & F_CONNECTION else _NO_FIELDS
+    conn = _connection(head, ix, ids, flags)
     keep = _persistent(version, conn) and not framing.must_close
     return ResponseHead(status, head[ix[6]:ix[7]], version, fields, framing, keep, (head, ix, fields, ids, conn))
 

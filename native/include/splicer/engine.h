@@ -421,6 +421,10 @@ ssize_t spl_head_end(const char *buf, size_t len, size_t start);
                           * Proxy-Authenticate, Proxy-Authorization (splicer/http/headers.py) */
 #define SPL_H1_F_PLAIN 128 /* every field line is written as splicer writes one: "name: value"
                            * CRLF, one SP after the colon, no SP or HTAB after the value */
+#define SPL_H1_F_HOST_OK 256 /* the Host value is one h1.py's Host grammar (_HOST) takes: Python
+                             * skips its check (unset: Python checks it) */
+#define SPL_H1_F_CONN_KEEP_ALIVE 512 /* the one Connection field is just "keep-alive" (any case) */
+#define SPL_H1_F_CONN_CLOSE 1024 /* the one Connection field is just "close" (any case) */
 
 /* Index word 4 of a field: which name it has, of those the index knows (case-insensitive). */
 #define SPL_H1_ID_OTHER 0

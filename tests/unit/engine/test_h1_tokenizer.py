@@ -332,6 +332,8 @@ def test_the_index_constants_are_the_engines():
             h1.F_HOP) == (lib.SPL_H1_F_HOST, lib.SPL_H1_F_CONTENT_LENGTH, lib.SPL_H1_F_TRANSFER_ENCODING,
                           lib.SPL_H1_F_CONNECTION, lib.SPL_H1_F_EXPECT, lib.SPL_H1_F_UPGRADE, lib.SPL_H1_F_HOP)
     assert h1.F_ALL == 127 and h1.F_PLAIN == lib.SPL_H1_F_PLAIN
+    assert (h1.F_HOST_OK, h1.F_CONN_KEEP_ALIVE, h1.F_CONN_CLOSE) == (
+        lib.SPL_H1_F_HOST_OK, lib.SPL_H1_F_CONN_KEEP_ALIVE, lib.SPL_H1_F_CONN_CLOSE)
     assert (h1.INDEX_HDR, h1.FIELD_WORDS) == (lib.SPL_H1_HDR_WORDS, lib.SPL_H1_FIELD_WORDS)
     assert (h1.ID_HOST, h1.ID_CONTENT_LENGTH, h1.ID_TRANSFER_ENCODING, h1.ID_CONNECTION, h1.ID_EXPECT,
             h1.ID_UPGRADE) == (lib.SPL_H1_ID_HOST, lib.SPL_H1_ID_CONTENT_LENGTH, lib.SPL_H1_ID_TRANSFER_ENCODING,
@@ -382,12 +384,35 @@ def test_tokenizer_agrees_with_h11_on_token_soup(parts):
 def test_request_index_gives_exact_spans_and_flags():
     head = b"POST /a?b HTTP/1.1\r\nHost: h\r\nContent-Length:  12 \r\nX-A:\r\nConnection: close\r\n\r\n"
     ix = binding.h1_index(head)
-    assert ix[:4] == [OK, binding.lib.SPL_H1_REQUEST, 4, h1.F_HOST | h1.F_CONTENT_LENGTH | h1.F_CONNECTION]
+    # (the value verdicts too: a Host the grammar takes, a Connection of just "close")
+    assert ix[:4] == [OK, binding.lib.SPL_H1_REQUEST, 4,
+                      h1.F_HOST | h1.F_CONTENT_LENGTH | h1.F_CONNECTION | h1.F_HOST_OK | h1.F_CONN_CLOSE]
     assert head[:ix[4]] == b"POST" and head[ix[5]:ix[6]] == b"/a?b" and head[ix[7]:ix[7] + 3] == b"1.1"
     spans = [(head[ix[8 + 5 * i]:ix[9 + 5 * i]], head[ix[10 + 5 * i]:ix[11 + 5 * i]], ix[12 + 5 * i])
              for i in range(4)]
     assert spans == [(b"Host", b"h", 1), (b"Content-Length", b"12", 2), (b"X-A", b"", 0), (b"Connection", b"close", 4)]
     assert len(ix) == 8 + 5 * 4
+
+
+@pytest.mark.parametrize("host, ok", [
+    (b"www.example.com", True), (b"www.example.com:8080", True), (b"[2001:db8::1]:80", True), (b"", True),
+    (b"a-b_c~d%20!$&'()*+;=", True), (b":80", True), (b"a:", True),
+    (b"a b", False), (b"a:8x", False), (b"[::1", False), (b"[]", False), (b"a\"b", False), (b"caf\xc3\xa9", False),
+    (b"[::1]x", False), (b"a@b", False), (b"a/b", False)])
+def test_the_host_verdict_is_the_grammars(host, ok):
+    """SPL_H1_F_HOST_OK only where h1._HOST takes the value (unset: Python's check decides)."""
+    ix = binding.h1_index(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+    assert ix[0] == OK and bool(ix[3] & h1.F_HOST_OK) is ok
+    assert bool(h1._HOST.fullmatch(host)) is ok
+
+
+@pytest.mark.parametrize("fields, flag", [
+    (b"Connection: keep-alive\r\n", h1.F_CONN_KEEP_ALIVE), (b"Connection: KEEP-ALIVE\r\n", h1.F_CONN_KEEP_ALIVE),
+    (b"Connection: Close\r\n", h1.F_CONN_CLOSE), (b"Connection: close, te\r\n", 0),
+    (b"Connection: close\r\nConnection: close\r\n", 0), (b"Connection: keep-alive2\r\n", 0), (b"", 0)])
+def test_the_connection_verdict_is_one_field_of_one_option(fields, flag):
+    ix = binding.h1_index(b"GET / HTTP/1.1\r\nHost: a\r\n" + fields + b"\r\n")
+    assert ix[3] & (h1.F_CONN_KEEP_ALIVE | h1.F_CONN_CLOSE) == flag
 
 
 def test_response_index_gives_exact_spans():
