@@ -1038,6 +1038,7 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	s->hbuf = -1;
 	s->hgot = 0;
 	s->hstarted = 0;
+	s->hindexed = 0;
 	s->hinfo = 0;
 	s->hmore = 0;
 	s->progress = 0;
@@ -1065,12 +1066,11 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	if (s->hbuf == -1 || s->hgot == 0)
 		return 0;
 	spl_h1_parse(head, s->hgot, idx); /* the index the completion carries, relayed or not */
+	s->hindexed = 1; /* (if the job ends with this head, spl_finish need not tokenize it again) */
 	n = spl_h1_relay(head, s->hgot, idx, job->relay_status_max, job->relay_flags,
 			 spl_obuf_of(e, s), e->cfg.bufsize, &body);
-	if (n <= 0) {
-		s->hindexed = 1; /* (spl_finish need not tokenize it again) */
+	if (n <= 0)
 		return 0;
-	}
 	splice_it = body > 0 && body >= job->splice_min;
 	if (splice_it && spl_pipe_get(e->pool, &pipe) != 0) {
 		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
@@ -1081,6 +1081,7 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 			spl_pipe_put(e->pool, pipe);
 		return 0;
 	}
+	s->hindexed = 0; /* the next head this slot reads (the client's) is a new one */
 	/* reg[0] the server (src from now on, let go first by spl_chain), reg[1] the client */
 	tmp = s->reg[0];
 	s->reg[0] = s->reg[1];

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from splicer.engine import binding
 from splicer.engine.binding import JOB_RELAY, RELAY_CLOSE_CLIENT, RELAY_KEEP_ALIVE, RELAY_NO_BODY, UNTIL_EOF
 from splicer.engine.engine import JobEnd, Phase, ms
 from tests.engine.conftest import engine, fd_count, run
@@ -51,6 +52,7 @@ def test_a_plain_response_is_relayed_and_the_next_request_head_read(net):
             client.sendall(NEXT)
             n = await e.wait(*nxt)
             assert (n.end, n.head) == (JobEnd.DONE, NEXT)
+            assert n.index == binding.h1_index(NEXT)  # the next head tokenized anew, not the response's index
             assert e.stats().jobs_active == 0
     run(main())
 
