@@ -1090,16 +1090,6 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	s->rlen = s->hgot;
 	s->relayed = (uint32_t)n;
 	s->rflags = splice_it ? SPL_RELAY_SPLICED : 0;
-	if (idx[3] & SPL_H1_F_CONNECTION) { /* "keep-alive" or "close" (spl_h1_relay): which one */
-		uint32_t i;
-
-		for (i = 0; i < idx[2]; i++) {
-			const uint32_t *f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
-
-			if (f[4] == SPL_H1_ID_CONNECTION && (head[f[2]] | 0x20) == 'c')
-				s->rflags |= SPL_RELAY_CLOSE;
-		}
-	}
 	s->rhead_ms = e->now_ms;
 	s->hbuf = -1;
 	s->hgot = 0;

@@ -329,23 +329,6 @@ int spl_h1_parse(const char *buf, size_t len, uint32_t *idx)
 	return rc;
 }
 
-/* 1 when the value p[0..len) is the single connection option "keep-alive" or "close"
- * (case-insensitive): the only Connection field a relayed response may carry, since it
- * names no other field to drop with it. */
-static int spl_h1_plain_connection(const unsigned char *p, size_t len)
-{
-	static const char ka[] = "keep-alive", cl[] = "close";
-	const char *want = len == 10 ? ka : len == 5 ? cl : NULL;
-	size_t i;
-
-	if (want == NULL)
-		return 0;
-	for (i = 0; i < len; i++)
-		if ((p[i] | 0x20) != (unsigned char)want[i])
-			return 0;
-	return 1;
-}
-
 ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t max_status,
 		     uint32_t flags_in, char *out, size_t cap, uint64_t *body)
 {
@@ -366,6 +349,8 @@ ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t 
 	if (status < 200 || status > max_status || !(flags & SPL_H1_F_PLAIN) ||
 	    (flags & (SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_UPGRADE)))
 		return 0;
+	if ((flags & SPL_H1_F_CONNECTION) && !(flags & (SPL_H1_F_CONN_KEEP_ALIVE | SPL_H1_F_CONN_CLOSE)))
+		return 0; /* not one field of just "keep-alive" or "close": it may name others to drop */
 	if (!(flags_in & SPL_RELAY_NO_BODY) && status != 204 && status != 304) {
 		if (!(flags & SPL_H1_F_CONTENT_LENGTH))
 			return 0; /* delimited by the server's close: the client connection ends too */
@@ -401,12 +386,8 @@ ssize_t spl_h1_relay(const char *buf, size_t len, const uint32_t *idx, uint32_t 
 		if (id == SPL_H1_ID_OTHER || id == SPL_H1_ID_CONTENT_LENGTH || id == SPL_H1_ID_HOST ||
 		    id == SPL_H1_ID_EXPECT)
 			continue;
-		if (id == SPL_H1_ID_CONNECTION) {
-			if (!spl_h1_plain_connection(p + f[2], f[3] - f[2]))
-				return 0;
-		} else if (id != SPL_H1_ID_KEEP_ALIVE) {
+		if (id != SPL_H1_ID_CONNECTION && id != SPL_H1_ID_KEEP_ALIVE)
 			return 0;
-		}
 		start = f[0];
 		end = i + 1 < n ? f[SPL_H1_FIELD_WORDS] : len - 2;
 		if (o + (start - at) > cap)

@@ -402,7 +402,7 @@ class EngineHandle:
         tokenization of a whole head as a list of ints (spl_h1_parse; splicer.http.h1.INDEX_OK)
         when the tokenizer accepted it, else None, `head_more` the bytes the socket held behind
         the head; a JOB_RELAY job's `relayed` the bytes of the response head it forwarded (0:
-        none; then `head` is that response head), `relay_flags` RELAY_SPLICED and RELAY_CLOSE, `relay_ms` the
+        none; then `head` is that response head), `relay_flags` RELAY_SPLICED, `relay_ms` the
         ms from that head's end to the completion. Each head buffer is copied out and given
         back to the engine here."""
         out = []
@@ -490,7 +490,6 @@ JOB_THEN_HEAD = lib.SPL_JOB_THEN_HEAD
 JOB_RELAY = lib.SPL_JOB_RELAY
 RELAY_NO_BODY = lib.SPL_RELAY_NO_BODY
 RELAY_SPLICED = lib.SPL_RELAY_SPLICED
-RELAY_CLOSE = lib.SPL_RELAY_CLOSE
 RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
 RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
 _RELAY_CONNECTION = {b"": 0, b"close": RELAY_CLOSE_CLIENT, b"keep-alive": RELAY_KEEP_ALIVE}

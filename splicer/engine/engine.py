@@ -123,7 +123,6 @@ class Completion(NamedTuple):
             (END: all went), bytes_fwd counts the body.
         spliced: relayed, the body went through a pipe (else it was copied).
         relay_ms: relayed, ms from the response head's end to this completion.
-        server_close: relayed, the response head said `Connection: close`.
     """
 
     end: JobEnd
@@ -139,7 +138,6 @@ class Completion(NamedTuple):
     relayed: int = 0
     spliced: bool = False
     relay_ms: int = 0
-    server_close: bool = False
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -167,7 +165,7 @@ _POLL_MORE = EngineHandle.POLL_AGAIN | EngineHandle.POLL_TIMERS
 CLOSE_GRACE = 0.2
 """Seconds close() waits at most for an engine thread to report the jobs it cancels."""
 
-_SPLICED, _CLOSE = binding.RELAY_SPLICED, binding.RELAY_CLOSE
+_SPLICED = binding.RELAY_SPLICED
 _new = tuple.__new__  # a Completion built without NamedTuple's Python-level __new__
 _CHAINS = binding.JOB_THEN_HEAD | binding.JOB_RELAY
 
@@ -267,8 +265,7 @@ class Engine:
             cb = cbs.pop(job_id, None)
             if cb is not None:
                 c = _new(Completion, (_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                                      info != 0, index, more, relayed, rflags & _SPLICED != 0, rms,
-                                      rflags & _CLOSE != 0))
+                                      info != 0, index, more, relayed, rflags & _SPLICED != 0, rms))
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -281,7 +278,7 @@ class Engine:
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
                                           _PHASES[phase], head, info != 0, index, more, relayed,
-                                          rflags & _SPLICED != 0, rms, rflags & _CLOSE != 0))
+                                          rflags & _SPLICED != 0, rms))
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

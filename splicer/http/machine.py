@@ -43,8 +43,8 @@ from typing import NamedTuple
 from splicer.health.observe import Event as Observed, status_event
 from splicer.http import actions
 from splicer.http.framing import BodyKind
-from splicer.http.h1 import (HeadError, forward_response_head, forwarded_response, head_complete, parse_response,
-                             response_fields)
+from splicer.http.h1 import (F_CONN_CLOSE, HeadError, forward_response_head, forwarded_response, head_complete,
+                             parse_response, response_fields)
 from splicer.http.logformat import Message
 from splicer.http.outcome import End, Result
 from splicer.http.response_actions import Verdict, evaluate, reframe
@@ -406,7 +406,7 @@ class StreamMachine:
     def body_ended(self, r: Result): return self.feed(Ev.BODY, r)
     def interim_sent(self, n: int, status: int): return self.feed(Ev.INTERIM_SENT, n, status)
     def sent(self, ok: bool, r: Result | None): return self.feed(Ev.SENT, ok, r)
-    def relayed(self, raw, index, now: float, n: int, ok: bool, r: Result | None, killed: bool = False, server_close: bool = False): return self.feed(Ev.RELAYED, raw, index, now, n, ok, r, killed, server_close)
+    def relayed(self, raw, index, now: float, n: int, ok: bool, r: Result | None, killed: bool = False): return self.feed(Ev.RELAYED, raw, index, now, n, ok, r, killed)
     def tunnel_ended(self, sent: int, up, down): return self.feed(Ev.TUNNEL_END, sent, up, down)
     def replied(self, n: int): return self.feed(Ev.REPLIED, n)
     def timer(self): return self.feed(Ev.TIMER)
@@ -799,15 +799,12 @@ class StreamMachine:
             good = False
         return jobs + self._finish(good and self.keep, good and self.reusable)
 
-    def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None, killed: bool,
-                    server_close: bool) -> list:
+    def _on_relayed(self, raw: bytes, index, now: float, n: int, ok: bool, r: Result | None, killed: bool) -> list:
         """The engine relayed the final response under Send.relay's terms: the head `raw` as
         the server sent it (`index`: the tokenizer's) went out as `n` bytes (what _final()
         would have sent), then its body (`ok` False: the client took none of it; `r` the
         body's Result). Recorded as _final() and _on_sent() record it; the stream is over.
-        `killed`: a hard stop ended the relay where `r` says (as KILLED in DATA).
-        `server_close`: the head said `Connection: close` (the engine read it: the only
-        Connection a relayed head may carry is "keep-alive" or "close")."""
+        `killed`: a hard stop ended the relay where `r` says (as KILLED in DATA)."""
         self.resp_raw = raw
         self.t_resp = now
         self.phase = PH_DATA
@@ -816,9 +813,10 @@ class StreamMachine:
         # answers that one with close)
         self.keep = not self.relaying.close
         if index is not None and ok and not killed and r.end is END_DONE:
-            # all went: the status from the index, no parse (the head is not read again)
+            # all went: the status from the index, no parse (the head is not read again); a
+            # relayed head's Connection, if any, is one field of just keep-alive or close
             status = self.server_status = index[5]
-            self.reusable = not server_close
+            self.reusable = not index[3] & F_CONN_CLOSE
             self.handed = (status, n)
             return self._on_sent(True, r)
         resp = parse_response(raw, self.req.method, False, index)

@@ -386,7 +386,7 @@ class Stream(StreamMachine):
             self.step(Ev.BODY, whole_body(self.whole))
         ok = c.phase is not _SEND
         self.step(Ev.RELAYED, c.head, c.index, self.loop.time() - c.relay_ms / 1000, c.relayed, ok,
-                  result_of(c, not c.spliced) if ok else None, killed, c.server_close)
+                  result_of(c, not c.spliced) if ok else None, killed)
 
     async def _send_on_loop(self, head: bytes, stream: bool) -> None:
         s = self.s

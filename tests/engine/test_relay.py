@@ -14,6 +14,7 @@ import socket
 from splicer.engine import binding
 from splicer.engine.binding import JOB_RELAY, RELAY_CLOSE_CLIENT, RELAY_KEEP_ALIVE, RELAY_NO_BODY, UNTIL_EOF
 from splicer.engine.engine import JobEnd, Phase, ms
+from splicer.http import h1
 from tests.engine.conftest import engine, fd_count, run
 from tests.engine.test_heads import REQ, read_all
 
@@ -47,7 +48,7 @@ def test_a_plain_response_is_relayed_and_the_next_request_head_read(net):
             c = await e.wait(*job)
             assert (c.end, c.phase, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, Phase.END, len(FWD), 5, False)
             assert c.head == RESP and c.index is not None  # the server's head, indexed, for Python
-            assert c.server_close is False
+            assert not c.index[3] & h1.F_CONN_CLOSE
             assert await read_all(client, len(FWD) + 5) == FWD + b"hello"
             client.sendall(NEXT)
             n = await e.wait(*nxt)
@@ -68,7 +69,7 @@ def test_a_relayed_head_that_says_close_is_reported(net):
             await request_in(origin)
             origin.sendall(head + b"ok")
             c = await e.wait(*job)
-            assert (c.end, c.relayed, c.server_close) == (JobEnd.DONE, len(head) - 19, True)
+            assert (c.end, c.relayed, bool(c.index[3] & h1.F_CONN_CLOSE)) == (JobEnd.DONE, len(head) - 19, True)
             assert await read_all(client, len(head) - 19 + 2) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
             await e.abandon(*nxt)
     run(main())

@@ -245,8 +245,6 @@ struct spl_job {
 enum spl_relay_flag {
 	SPL_RELAY_NO_BODY = 1, /* job: the request was HEAD: no response has a body */
 	SPL_RELAY_SPLICED = 2, /* completion: the relayed body went through a pipe */
-	SPL_RELAY_CLOSE = 4,   /* completion: the relayed head said Connection: close (the server
-	                        * connection is not to be reused) */
 	SPL_RELAY_CLOSE_CLIENT = 8, /* job: the client connection ends after this response: the
 	                        * head gets `Connection: close` and no next head is read (next_id's
 	                        * completion comes as SPL_END_CANCELLED when the relay starts) */
@@ -465,8 +463,8 @@ int spl_h1_parse(const char *buf, size_t len, uint32_t *idx);
  * forwarded_response() writes the same bytes): an HTTP/1.1 status from 200 to max_status;
  * plain field lines (SPL_H1_F_PLAIN); no Transfer-Encoding or Upgrade; framed by one
  * Content-Length without leading zeros, or without a body (204, 304, or SPL_RELAY_NO_BODY in
- * `flags`: the request was HEAD); no hop-by-hop field but Keep-Alive and a Connection of
- * just "keep-alive" or "close", which are left out; `Connection: close` added with
+ * `flags`: the request was HEAD); no hop-by-hop field but Keep-Alive and one Connection of
+ * just "keep-alive" or "close" (SPL_H1_F_CONN_*), which are left out; `Connection: close` added with
  * SPL_RELAY_CLOSE_CLIENT, `Connection: keep-alive` with SPL_RELAY_KEEP_ALIVE. Writes the
  * head into out[0..cap) and the body's bytes into *body. Returns its length, 0 when the
  * head needs Python, -EINVAL. */

@@ -941,15 +941,15 @@ def test_a_relay_a_hard_stop_cut_counts_its_head_and_bytes_killed_in_data():
     assert (str(m.term), m.handed, m.down.moved, m.state) == ("KD", (200, len(OK_5)), 3, State.DONE)
 
 
-def test_a_relay_that_all_went_reads_its_status_from_the_index_and_reuse_from_the_engine():
+def test_a_relay_that_all_went_reads_its_status_and_reuse_from_the_index():
     from splicer.engine.binding import h1_index
     head = b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
     m, _ = relaying()
-    jobs = m.relayed(head, h1_index(head), 2.0, 50, True, Result(End.DONE, 5, 0, 5), False, True)
+    jobs = m.relayed(head, h1_index(head), 2.0, 50, True, Result(End.DONE, 5, 0, 5), False)
     assert jobs == [Finish(True, False)]
     assert (m.status, m.server_status, m.head_out, m.resp_raw, m.resp) == (404, 404, 50, head, None)
     m, _ = relaying()
-    assert m.relayed(OK_5, h1_index(OK_5), 2.0, 38, True, Result(End.DONE, 5, 0, 5), False, False) == [
+    assert m.relayed(OK_5, h1_index(OK_5), 2.0, 38, True, Result(End.DONE, 5, 0, 5), False) == [
         Finish(True, True)]
     assert (m.status, m.handed) == (200, (200, 38))
 
