@@ -50,7 +50,7 @@ _BACKEND = (*_COMMON, *_HTTP, "qcur", "qmax", "dreq", "econ", "eresp", "wretr", 
             "cli_abrt", "srv_abrt", "algo", "cookie", "intercepted", "uweight", "iid")
 _SERVER = (*_COMMON, *_HTTP, "econ", "eresp", "wretr", "wredis", "weight", "act", "bck",
            "lastchg", "qlimit", "sid", "throttle", "rate", "rate_max", "cli_abrt", "srv_abrt",
-           "addr", "cookie", "uweight")
+           "addr", "cookie", "uweight", "idle_conn_cur", "used_conn_cur", "need_conn_est")
 _CHECK = ("chkfail", "chkdown", "downtime", "check_status", "check_code", "check_duration",
           "last_chk", "check_desc", "check_rise", "check_fall", "check_health")
 

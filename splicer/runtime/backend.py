@@ -384,8 +384,10 @@ class Backend:
         """Register `lease` with its server, and report the established connection to its
         health (observe: haproxy reports HANA_STATUS_L4_OK for every stream that gets one,
         a reused idle connection included)."""
-        lease.server.leases.add(lease)
-        lease.server.observe(Event.L4_OK)
+        srv = lease.server
+        srv.leases.add(lease)
+        srv.idle.note_used(len(srv.leases))
+        srv.observe(Event.L4_OK)
         return lease
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
@@ -483,9 +485,10 @@ class Backend:
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable` (and it was not shut
         down under its stream), else closed."""
-        lease.server.leases.discard(lease)
+        srv = lease.server
+        srv.leases.discard(lease)
         if reusable and self.reuse != "never" and lease.killed is None:
-            lease.server.idle.put(lease.sock, self.loop.time(), lease.uses + 1)
+            srv.idle.put(lease.sock, self.loop.time(), lease.uses + 1, len(srv.leases))
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
                                                       self._purge)

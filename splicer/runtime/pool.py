@@ -16,6 +16,15 @@ go of them too. All the pools of a worker together keep at most HIGH_FD_RATIO of
 descriptors idle (haproxy's tune.pool-high-fd-ratio, 25 % by default): beyond it a
 connection is closed instead of pooled, so that idle connections never starve the accepts
 and connects (with `http-reuse safe`, every client session's first request opens one).
+
+Within that share a pool keeps only what the server's traffic needs, as haproxy 2.x does
+(server.c: est_need_conns, max_used_conns, srv_add_to_idle_list): it always keeps one idle
+connection, and more only while the connections in use plus the idle ones stay within the
+estimated need, the most connections in use at once lately. The estimate follows a rise at
+once and decays by half toward the period's peak every `max_idle` seconds (pool-purge-delay).
+Without it every client session's first request under `http-reuse safe`, which opens a
+connection of its own, would leave one more idle connection behind: thousands of idle
+clients would hold thousands of idle server connections that no request can take.
 """
 from __future__ import annotations
 
@@ -89,6 +98,41 @@ class IdlePool:
         self.max_idle = max_idle
         self.max_conns = max_conns
         self._idle: deque[tuple[socket.socket, float, int]] = deque()  # (sock, since, requests served)
+        self.need = 0        # connections needed at once, estimated (haproxy est_need_conns)
+        self.max_used = 0    # most connections in use at once this period (haproxy max_used_conns)
+        self._period = None  # when the estimate's period ends (loop time); None: not started
+
+    def note_used(self, used: int) -> None:
+        """`used` connections to the server are in use now (one was just lent): the
+        period's peak and the estimate rise to it at once."""
+        if used > self.max_used:
+            self.max_used = used
+            if used > self.need:
+                self.need = used
+
+    def _roll(self, now: float, used: int) -> None:
+        """End the periods of `max_idle` seconds that are over: each one halves the
+        estimate's distance to its peak (never below the peak), and the next period's peak
+        starts at the connections in use now (`used`)."""
+        if self._period is None:
+            self._period = now + self.max_idle
+            return
+        periods = 0
+        while now >= self._period and periods < 32:
+            self.need = max((self.need + self.max_used) // 2, self.max_used)
+            self.max_used = used
+            self._period += self.max_idle
+            periods += 1
+        if now >= self._period:  # idle for ages: the estimate is the peak of now
+            self.need = self.max_used = used
+            self._period = now + self.max_idle
+
+    def wanted(self, now: float, used: int) -> bool:
+        """Whether one more idle connection is worth keeping, `used` others being in use
+        (haproxy srv_add_to_idle_list(): the first one always; more while in use plus idle
+        stay within the estimated need)."""
+        self._roll(now, used)
+        return not self._idle or used + 1 + len(self._idle) <= max(used + 1, self.need)
 
     def __len__(self) -> int:
         return len(self._idle)
@@ -149,13 +193,15 @@ class IdlePool:
                 _close(sock)
         return None
 
-    def put(self, sock: socket.socket, now: float, uses: int = 1) -> None:
+    def put(self, sock: socket.socket, now: float, uses: int = 1, used: int | None = None) -> None:
         """Keep `sock`, which has served `uses` requests, for reuse; the oldest idle
-        connections are closed beyond max_conns."""
+        connections are closed beyond max_conns. `used`: the server's connections in use
+        besides this one, to keep it only when the traffic needs it (wanted()); None keeps
+        it whatever the need."""
         global _idle_total
-        if _idle_total >= _limit():
-            _close(sock)  # the worker's idle connections hold their share of its fds already
-            return
+        if _idle_total >= _limit() or (used is not None and not self.wanted(now, used)):
+            _close(sock)  # the worker's idle connections hold their share of its fds already,
+            return        # or the server's traffic needs no more idle connections
         self._idle.append((sock, now, uses))
         _idle_total += 1
         while self.max_conns >= 0 and len(self._idle) > self.max_conns:

@@ -126,7 +126,9 @@ def server_stats(be, srv, now: float, sampler: RateSampler | None = None) -> dic
     check_code, check_duration (ms), check_desc, last_chk (text from outside), check_rise,
     check_fall, check_health, chkfail, chkdown, lastchg and downtime (seconds), throttle
     (slowstart %, None when not ramping), rate/rate_max (sessions per second), addr, sid,
-    cookie.
+    cookie, idle_conn_cur / used_conn_cur (its connections idle in the pool / lent to
+    streams now), need_conn_est (the pool's estimate of the connections needed at once,
+    runtime/pool.py; haproxy's est_need_conns).
     """
     b = be.balancer
     i = srv.index
@@ -154,6 +156,7 @@ def server_stats(be, srv, now: float, sampler: RateSampler | None = None) -> dic
         throttle=None if warming is None else int(warming * 100),
         rate=rate, rate_max=rate_max, addr=f"{srv.addr[0]}:{srv.addr[1]}", sid=i + 1,
         cookie=m.cookie, idle=len(srv.idle),
+        idle_conn_cur=len(srv.idle), used_conn_cur=len(srv.leases), need_conn_est=srv.idle.need,
     )
     return d
 

@@ -65,3 +65,24 @@ def test_aggressive_reuses_for_a_first_request_only_a_connection_reused_before(s
 ])
 def test_pool_max_conn(start_splicer, opts, expected):
     assert run(start_splicer, "    http-reuse always", [1, 1, 1], opts) == expected
+
+
+def test_idle_connections_beyond_the_traffics_need_are_closed(start_splicer):
+    """haproxy 2.x keeps an idle server connection only while the connections in use plus
+    the idle ones stay within the estimated need (est_need_conns): one client session after
+    another, each first request on a connection of its own (`safe`), leaves one idle
+    connection behind, not one per session; and the CSV says so (idle_conn_cur,
+    used_conn_cur, need_conn_est)."""
+    origin = KeepAliveOrigin(lambda conn_no, req_no, head: (RESP, False))
+    try:
+        port = free_port()
+        sp = start_splicer(http_config(port, [("o", origin.port)]), [port])
+        for _ in range(5):
+            session(port, 1)
+        assert origin.conns == 5
+        srv = sp.stats()["backends"]["farm"]["servers"]["o"]
+        assert (srv["idle"], srv["idle_conn_cur"], srv["used_conn_cur"], srv["need_conn_est"]) == (1, 1, 0, 1)
+        session(port, 2)  # a second request reuses the one kept
+        assert origin.conns == 6
+    finally:
+        origin.close()
