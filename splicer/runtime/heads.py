@@ -86,21 +86,21 @@ def submit_send_then_read_head(mover: Mover, sock: socket.socket, out: bytes, se
     return mover.engine.chained[0] if relay is not None else 0
 
 
-def client_side(engine, sock: socket.socket, cli_timeout: float | None, next_first: float | None,
-                next_whole: float | None) -> tuple:
-    """The client's part of a relay (struct spl_job cli_fd, cli_gen, cli_idle_ms,
-    next_first_ms, next_ms): the socket, its idle timeout (`timeout client`) and its next
-    request head's (`timeout http-keep-alive`, `timeout http-request`), in seconds (None:
-    none). The same for every request of a session: its session keeps it."""
-    return sock.fileno(), engine.gen(sock), ms(cli_timeout), ms(next_first), ms(next_whole)
+def client_times(cli_timeout: float | None, next_first: float | None, next_whole: float | None) -> tuple:
+    """The client's timeouts in a relay (struct spl_job cli_idle_ms, next_first_ms, next_ms):
+    its idle timeout (`timeout client`) and its next request head's (`timeout
+    http-keep-alive`, `timeout http-request`), in seconds (None: none). The same for every
+    session of a frontend: the frontend keeps them."""
+    return ms(cli_timeout), ms(next_first), ms(next_whole)
 
 
-def relay_fields(terms, side: tuple) -> tuple:
+def relay_fields(terms, cli_fd: int, cli_gen: int, times: tuple) -> tuple:
     """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`) for the
-    machine's http/machine.py RelayTerms `terms` and the client_side() `side`."""
+    machine's http/machine.py RelayTerms `terms`, the client socket's fd and generation
+    (Engine.gen()) and its client_times()."""
     flags = ((RELAY_NO_BODY if terms.no_body else 0) | (RELAY_CLOSE_CLIENT if terms.close else 0)
              | (RELAY_KEEP_ALIVE if terms.announce else 0))
-    return (terms.status_max, *side, flags, terms.splice_min)
+    return (terms.status_max, cli_fd, cli_gen, *times, flags, terms.splice_min)
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,

@@ -38,6 +38,7 @@ from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.http.machine import tunnel_termination
 from splicer.runtime.accounting import record_termination
 from splicer.runtime.transfer import Mover
+from splicer.runtime.heads import client_times
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
 from splicer.http.variables import VarRule
@@ -102,6 +103,8 @@ class FrontendRT:
         self.route = (self.routes[backend.name][1] if backend is not None
                       else route_of(g, model, BackendModel(name="", mode=model.mode)))
         self.switching = switching_of(model, proxy.config.backends) if model.mode == "http" else None
+        r = self.route  # the client side's timeouts, as the engine takes them in a relay
+        self.relay_times = client_times(r.t_client, r.t_keepalive, r.t_request)
         self.fe_errorpages = MappingProxyType(dict(model.errorfiles))
         self.strict_uri = not model.accept_invalid_http_request
         be_models = [be.model for be, _ in self.routes.values()]

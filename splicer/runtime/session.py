@@ -14,7 +14,7 @@ stream ends the session:
 Every stream, the ones refused while reading their head included, ends with a Termination,
 counted in runtime/accounting.py.
 
-The session is driven by engine callbacks: each head arrives in _on_head() (or, when the
+The session is driven by engine callbacks: each head arrives in __call__() (or, when the
 engine cannot take the head job, from a task that reads it on the loop) and goes to one
 place, _took(), which routes it and starts its Stream (runtime/stream.py: the stream
 machine's driver, which ends by calling stream_over()) or refuses it. Only what has to wait
@@ -73,9 +73,9 @@ class HttpSession:
     """
 
     __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
-                 "t_server", "cli", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
+                 "t_server", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
                  "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
-                 "log_peer", "t_local", "relay_side")
+                 "log_peer", "t_local")
 
     def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -89,11 +89,9 @@ class HttpSession:
         self.t_request = route.t_request
         self.t_keepalive = route.t_keepalive
         self.t_server = route.t_server
-        self.cli = Side(sock, self.t_client)
-        self.relay_side = None  # heads.client_side(), once a stream asks the engine to relay
         self._reset = False         # the client connection is to end with a reset
         self._closing = False
-        self._job = None            # (id, future or None) of the engine job reading the next head
+        self._job = None            # the id of the engine job reading the next head (its callback: the session)
         self.next_head = None  # (id, future) of the engine job reading the next request head
         # set per request when the frontend has rules that decide (_switch); else fixed
         self.view = None                     # the request's sample.RequestView
@@ -108,6 +106,12 @@ class HttpSession:
         self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
+
+    @property
+    def cli(self) -> Side:
+        """The client socket with its idle timeout (`timeout client`), for transfers (made
+        when asked: an idle session does not keep one)."""
+        return Side(self.sock, self.t_client)
 
     @property
     def client_ip(self) -> str:
@@ -145,7 +149,7 @@ class HttpSession:
         self._wait_head(True)
 
     def _wait_head(self, first: bool) -> None:
-        """Arrange for the next request head to reach _on_head(): the job that sent the last
+        """Arrange for the next request head to reach __call__(): the job that sent the last
         response reads it already (next_head), or a head job is submitted; when the engine
         cannot take one, a task reads it on the loop."""
         pending, self.next_head = self.next_head, None
@@ -155,19 +159,21 @@ class HttpSession:
         if self.fe.idle is not None:  # `no option idle-close-on-response`: a soft stop closes it
             self.fe.idle.add(self)
         if pending is not None:
-            self._job = pending
-            engine.then(pending, self._on_head)
+            self._job = pending[0]
+            engine.then(pending, self)
             return
         job = heads.submit_read_head(self.fe.mover, self.sock, self.route.bufsize,
                                      self.t_request if first else self.t_keepalive, self.t_request,
-                                     True, self._on_head)
+                                     True, self)
         if job is None:
             self.spawn(self._read_head_on_loop(first))
         else:
-            self._job = (job, None)
+            self._job = job
 
-    def _on_head(self, c: Completion) -> None:
-        """Engine callback: a request head is in (or the client left, or timed out)."""
+    def __call__(self, c: Completion) -> None:
+        """Engine callback: a request head is in (or the client left, or timed out). The
+        session is its head jobs' callback itself, so that an idle connection's engine job
+        holds no bound method of its own."""
         self._job = None
         failure = "timeout" if c.end is JobEnd.TIMEOUT else "too-large" if c.end is JobEnd.TOO_LARGE else None
         # (after a timeout or an oversized head the engine only peeked the rest: it is unread)
@@ -326,7 +332,7 @@ class HttpSession:
         self._closing = True
         if self.fe.idle is not None:
             self.fe.idle.discard(self)
-        job = self.next_head if self.next_head is not None else self._job
+        job = self.next_head if self.next_head is not None else None if self._job is None else (self._job, None)
         self.next_head = self._job = None
         if job is not None:
             self.fe.mover.engine.cancel(job, self._closed)
@@ -457,7 +463,7 @@ class HttpSession:
         return Vars(self.sess_vars, self.fe.proxy.proc_vars)
 
     async def _verified_stream(self, req, raw: bytes, view: RequestView, missing: list) -> bool:
-        """The rest of _on_head for a request whose credentials need a hash verified first
+        """The rest of __call__ for a request whose credentials need a hash verified first
         (runtime/auth.py, off the loop): then decide and serve it, on the slow path."""
         await self.fe.proxy.auth.verify(view, missing)
         d, req = self._switch(req, raw, view)

@@ -319,10 +319,8 @@ class Stream(StreamMachine):
         terms = job.relay
         relay = None
         if terms is not None and mover.engine is not None:
-            side = s.relay_side
-            if side is None:
-                side = s.relay_side = heads.client_side(mover.engine, s.sock, s.t_client, s.t_keepalive, s.t_request)
-            relay = heads.relay_fields(terms, side)
+            sock_c = s.sock
+            relay = heads.relay_fields(terms, sock_c.fileno(), mover.engine.gen(sock_c), s.fe.relay_times)
         if job.whole:
             chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, s.t_server,
                                                      route.bufsize, s.t_server, s.t_server, self._on_exchange, relay)
