@@ -24,8 +24,18 @@ for every request, whatever happened before. The states:
   BODY_WAIT  the response is through while the request body still moves: an early 2xx
              waits for it; any other answer gives it BODY_GRACE seconds, then ends it.
   TUNNEL     a 101 was relayed: both directions are relayed until both sides closed.
-  ANSWER     splicer answers instead of the server (an error page, an http-response rule).
+  ANSWER     splicer answers instead of the server (an error page, an http-response rule),
+             or before any server (answer_locally()'s http-request rule, service or 503 for want of
+             a backend; refuse()'s answer to a bad, late or cut-short request head).
+  HOLD       a tarpitted request is held (Hold job) before its answer.
+  DRAIN      a local answer went out; the request's small body is read and dropped, so
+             that the connection can go on (Discard job).
   DONE       over: one Finish job said whether the client connection goes on.
+
+Three doors lead in: start() for a routed request (QUEUE or REQUEST), answer_locally() for a request
+answered before any server (ANSWER or HOLD), refuse() for a request head refused before it
+was routed (ANSWER). Whichever door a stream took, it ends with the same Finish, and
+runtime/accounting.py counts and logs it by `local` (None, "answer" or "refused").
 
 A fast path is a short walk through it: QUEUE (an idle connection at once) -> SEND (one
 engine job sends the head, copies a small body and reads the response head back) -> DATA
@@ -77,7 +87,7 @@ class State:
     Enum: the machine reads them at every step, and an Enum member's lookup costs about
     0.1 us in CPython 3.11, a plain class attribute's a third of that."""
 
-    REQUEST, QUEUE, SEND, INTERIM, DATA, BODY_WAIT, TUNNEL, ANSWER, DONE = range(9)
+    REQUEST, QUEUE, SEND, INTERIM, DATA, BODY_WAIT, TUNNEL, ANSWER, HOLD, DRAIN, DONE = range(11)
 
 
 class Ev:
@@ -97,6 +107,9 @@ class Ev:
     TIMER = 10         # timer(): a Wait job's delay is over
     KILLED = 11        # killed(): a hard stop, or a bug caught by the driver
     RELAYED = 12       # relayed(): the engine sent a plain response on by itself (Send.relay)
+    HELD = 13          # held(): a tarpit's hold is over (Hold)
+    DISCARDED = 14     # discarded(): a local answer's request body was read and dropped (Discard)
+    SERVED = 15        # served(): a service answered the request (Serve)
 
 
 STATE_NAMES = {v: k for k, v in vars(State).items() if k.isupper()}
@@ -204,6 +217,26 @@ class Reply(NamedTuple):
     status: int
 
 
+class Hold(NamedTuple):
+    """Hold the request `seconds` (haproxy `timeout tarpit`), reading and dropping what the
+    client sends meanwhile; report held(): whether the time ran out with the client still
+    there."""
+    seconds: float
+
+
+class Discard(NamedTuple):
+    """Read and drop the next `n` bytes the client sends (the body of a request answered
+    here), each read within timeout client; report discarded() with the bytes that came."""
+    n: int
+
+
+class Serve(NamedTuple):
+    """Let the worker's service of `rule` (http/service.py ServiceRule: the stats page, the
+    prometheus exporter; runtime/services.py) read the request's body and answer; report
+    served()."""
+    rule: object
+
+
 class Release(NamedTuple):
     """Give the lent connection back: to the idle pool when `reusable`, else closed."""
     reusable: bool
@@ -266,8 +299,11 @@ TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.BODY_WAIT, Ev.BODY): ("_on_body_waited", frozenset({S.DONE})),
     (S.BODY_WAIT, Ev.TIMER): ("_on_grace_over", frozenset({S.DONE})),
     (S.TUNNEL, Ev.TUNNEL_END): ("_on_tunnel_end", frozenset({S.DONE})),
-    (S.ANSWER, Ev.REPLIED): ("_on_replied", frozenset({S.DONE})),
+    (S.ANSWER, Ev.REPLIED): ("_on_replied", frozenset({S.DRAIN, S.DONE})),
     (S.ANSWER, Ev.BODY): ("_on_body", frozenset({S.ANSWER})),
+    (S.ANSWER, Ev.SERVED): ("_on_served", frozenset({S.DONE})),
+    (S.HOLD, Ev.HELD): ("_on_held", frozenset({S.ANSWER, S.DONE})),
+    (S.DRAIN, Ev.DISCARDED): ("_on_discarded", frozenset({S.DONE})),
     # over (killed while a job was still out): what that job reports later changes nothing,
     # and a connection lent after the end goes back at once
     (S.DONE, Ev.BODY): ("_ignore", frozenset({S.DONE})),
@@ -283,6 +319,9 @@ TRANSITIONS: dict[tuple[int, int], tuple[str, frozenset]] = {
     (S.DONE, Ev.BUFFERED): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.NO_SERVER): ("_ignore", frozenset({S.DONE})),
     (S.DONE, Ev.LEASED): ("_on_late_lease", frozenset({S.DONE})),
+    (S.DONE, Ev.HELD): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.DISCARDED): ("_ignore", frozenset({S.DONE})),
+    (S.DONE, Ev.SERVED): ("_ignore", frozenset({S.DONE})),
 }
 """(state, event) -> (handler, the states it may lead to). An event not listed for a state
 is a bug of the driver (StreamMachineError). KILLED is taken in every state."""
@@ -328,7 +367,8 @@ class StreamMachine:
                  "up", "down", "interim", "answer", "handed", "t_resp", "whole", "body", "avoid",
                  "only", "failed", "answered", "resp", "keep", "reusable", "server_status", "good",
                  "info", "view", "early", "reply_status", "resp_raw", "interim_status", "observing",
-                 "out_head", "replayable", "allow_reuse", "lease", "persisting", "relaying")
+                 "out_head", "replayable", "allow_reuse", "lease", "persisting", "relaying", "local", "drain",
+                 "reply")
 
     def __init__(self, req, raw: bytes, route, policy, be_counters, be_name: str, first: bool) -> None:
         self.state = State.QUEUE
@@ -378,6 +418,9 @@ class StreamMachine:
         self.lease = None                   # the connection lent to the attempt under way
         self.persisting = False             # the backend persists (cookie, use-server): persist_fields()
         self.relaying = None                # the RelayTerms of the Send under way (None: no relay)
+        self.local = None                   # "answer" (answer_locally()) or "refused" (refuse()); None: start()
+        self.drain = 0                      # request body bytes a local answer reads and drops (DRAIN)
+        self.reply = b""                    # a tarpitted request's answer, sent after the hold (HOLD)
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -411,6 +454,9 @@ class StreamMachine:
     def replied(self, n: int): return self.feed(Ev.REPLIED, n)
     def timer(self): return self.feed(Ev.TIMER)
     def killed(self, cause: Cause = Cause.KILLED): return self.feed(Ev.KILLED, cause)
+    def held(self, still_there: bool): return self.feed(Ev.HELD, still_there)
+    def discarded(self, got: int): return self.feed(Ev.DISCARDED, got)
+    def served(self, status: int, sent: int, received: int, keep: bool): return self.feed(Ev.SERVED, status, sent, received, keep)
 
     # -- outcome -------------------------------------------------------------------------
 
@@ -439,6 +485,105 @@ class StreamMachine:
                 and not req.expect_continue):
             self.whole = fr.length
         return self.prepared()
+
+    def answer_locally(self, rule, info, pages, tarpit: float = 0.0) -> list:
+        """The first jobs of a request answered here, before any server: by the http-request
+        rule `rule` (deny, return, redirect, auth, tarpit: an actions.LocalRule; or a
+        service's ServiceRule), or, with `rule` None, by a 503 for want of a backend
+        (haproxy: no use_backend matched and no default_backend; termination "SC").
+
+        A deny ends "PR" (counted in dreq), another answer "LR". A tarpit first holds the
+        request `tarpit` seconds (its proxy's `timeout tarpit`), then answers and closes; a
+        client that leaves first gets nothing ("CT"). The client connection goes on when the
+        request allows it and its body, if any, is announced by a Content-Length of at most
+        tune.bufsize bytes without a 100-continue: that body is read and dropped after the
+        answer (DRAIN), so it is never read as the next request. A larger or chunked one,
+        or a 100-continue, makes the answer say `Connection: close`. `info` and `pages`:
+        what the answer's formats read (logformat.StreamInfo) and the error pages it uses
+        (`errorfile`).
+
+        Returns:
+            [Reply], [Hold] or [Serve]; the stream's `local` is "answer".
+        """
+        self.local = "answer"
+        self.phase = PH_REQUEST
+        self.info = info
+        if rule is None:
+            self.end(Cause.SERVER_ABORT, PH_CONNECT)
+            return self._error_page(503)
+        self.answer = rule
+        if getattr(rule, "service", ""):  # the stats page, the prometheus exporter
+            self.end(Cause.LOCAL)
+            self.state = State.ANSWER
+            return [Serve(rule)]
+        req = self.req
+        keep = req.keep_alive and req.upgrade is None and not self.stopping
+        drain = 0
+        fr = req.framing
+        if fr.kind is K_CHUNKED:
+            keep = False
+        elif fr.kind is K_LENGTH and fr.length:
+            if req.expect_continue or fr.length > self.route.bufsize:
+                keep = False
+            else:
+                drain = fr.length
+        tarpitted = rule.action == "tarpit"
+        if tarpitted:
+            keep, drain = False, 0
+            self.end(Cause.PROXY, Phase.TARPIT)
+        else:
+            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL)
+        store = self.view.vars if self.view is not None else None
+        method = self.raw.lstrip(b"\r\n").partition(b" ")[0]  # the client's, whatever set-method did
+        data, self.keep = actions.reply(rule, info, Message(req.method, req.target, 0, None, store), req.headers,
+                                        req.version, keep, pages, method)
+        self.drain = drain
+        if tarpitted:
+            self.phase = Phase.TARPIT
+            self.state = State.HOLD
+            self.reply = data
+            return [Hold(tarpit)]
+        return self._local_reply(data)
+
+    def refuse(self, cause: Cause, status: int, received: int) -> list:
+        """The first jobs of a request head refused before it was routed (haproxy's h1 mux:
+        a bad head 400, a late one 408, one too large 414 or 431, one cut short 400):
+        termination `cause` in the request phase, the error page of `status` (0: none) and
+        a close in stages. `received`: the bytes the client sent.
+
+        Returns:
+            [Reply] or [Finish]; the stream's `local` is "refused".
+        """
+        self.local = "refused"
+        self.phase = PH_REQUEST
+        self.head_in = received
+        self.end(cause)
+        if not status:
+            return self._finish(False)
+        return self._error_page(status)
+
+    def _local_reply(self, data: bytes) -> list:
+        """Send a local answer `data` (its status counts whether or not it goes out)."""
+        self.status = int(data[9:12])
+        self.state = State.ANSWER
+        return [Reply(data, self.status)]
+
+    def _on_held(self, still_there: bool) -> list:
+        if not still_there:  # the client left during the hold: nothing is answered
+            self.term = Termination(Cause.CLIENT_ABORT, Phase.TARPIT)
+            return self._finish(False)
+        data, self.reply = self.reply, b""
+        return self._local_reply(data)
+
+    def _on_discarded(self, got: int) -> list:
+        self.head_in += got
+        return self._finish(self.keep and got == self.drain)
+
+    def _on_served(self, status: int, sent: int, received: int, keep: bool) -> list:
+        self.status = status
+        self.head_out += sent
+        self.head_in = received
+        return self._finish(keep and sent > 0)
 
     def _on_buffered(self, early: bytes | None, failure: str | None) -> list:
         if failure == "timeout":  # the body did not come within timeout http-request
@@ -882,6 +1027,9 @@ class StreamMachine:
         self.head_out += n
         if self.reply_status:  # a rule's answer (an error page's status was set before it went)
             self.status = self.reply_status
+        if self.drain and self.keep:  # a local answer: its request's small body is dropped first
+            self.state = State.DRAIN
+            return [Discard(self.drain)]
         return self._finish(self.keep)
 
     # -- the end -------------------------------------------------------------------------------

@@ -247,7 +247,8 @@ def httplog_line(st, logger, now: float) -> str:
 
 
 def refused_record(s, logger, term, status: int, sent: int, received: int, now: float,
-                   req=None, raw: bytes = b"", backend: str = "", server: str = NOSRV) -> LogRecord:
+                   req=None, raw: bytes = b"", backend: str = "", server: str = NOSRV,
+                   first: bool | None = None) -> LogRecord:
     """The record of a request refused (or a connection closed) before any stream: a head
     that was bad, too large, late or cut short (haproxy logs these with "<BADREQ>" and the
     frontend as backend, no backend having been chosen yet); or, with `req` (its head
@@ -257,13 +258,16 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
     stats page, "<PROMEX>" for the prometheus exporter; else "<NOSRV>"): on the connection's first request TR runs from the
     accept to its head (HttpSession.t_local: when splicer took it to answer) and Ti is 0;
     on a later one Ti runs from the end of the previous response to its head, TR is 0 and
-    the line is dated from its head."""
+    the line is dated from its head. `first`: the request was the connection's first (None:
+    the session has taken no request yet)."""
     fe = s.fe
+    if first is None:
+        first = not s.streams
     if req is not None:
         caps = fe.captures
         line, method, uri, version = request_line(raw), req.method, req.target, b"HTTP/" + req.version
         hr = _capture(req.headers, caps[0]) if caps[0] else ()
-        if not s.streams:
+        if first:
             start, Ti, TR = s.t_accept, 0, _ms(s.t_local - s.t_accept)
         else:
             start, Ti, TR = s.t_local, _ms(s.t_local - s.t_idle), 0
@@ -271,8 +275,8 @@ def refused_record(s, logger, term, status: int, sent: int, received: int, now: 
         line = method = uri = version = b""
         hr = (None,) * len(fe.captures[0])
         TR = -1
-        start = s.t_accept if not s.streams else s.t_idle
-        Ti = 0 if s.streams else -1
+        start = s.t_accept if first else s.t_idle
+        Ti = -1 if first else 0
     off = logger.hub.offset
     fi, fp = (s.local_ip, s.local_port) if logger.needs_dst else ("", 0)
     caps = fe.captures

@@ -222,19 +222,21 @@ class Logger:
             return
         self.add(record)
 
-    def refused(self, session, term, status: int, sent: int, received: int) -> None:
-        """Log a request refused (or a connection closed) before it became a stream;
-        `option dontlognull` skips one on which the client sent nothing."""
+    def refused(self, session, term, status: int, sent: int, received: int, first: bool | None = None) -> None:
+        """Log a request head refused before it was routed (or a connection closed before
+        any request); `option dontlognull` skips one on which the client sent nothing.
+        `first`: it was the connection's first request (None: none was taken before)."""
         if received == 0 and self.dontlognull:
             return
-        self.add(refused_record(session, self, term, status, sent, received, self.loop.time()))
+        self.add(refused_record(session, self, term, status, sent, received, self.loop.time(), first=first))
 
     def local(self, session, req, raw: bytes, term, status: int, sent: int, received: int, backend: str,
-              server: str = NOSRV) -> None:
-        """Log a request splicer answered itself (session._answer_locally, and with `server`
-        "<STATS>" or "<PROMEX>", runtime/services.py)."""
+              server: str = NOSRV, first: bool | None = None) -> None:
+        """Log a request splicer answered itself (StreamMachine.answer_locally: a rule, a 503
+        for want of a backend; with `server` "<STATS>" or "<PROMEX>", a service). `first`:
+        it was the connection's first request (None: none was taken before)."""
         self.add(refused_record(session, self, term, status, sent, received, self.loop.time(), req, raw,
-                                backend, server))
+                                backend, server, first))
 
     def add(self, record) -> None:
         """Queue one LogRecord (dropped, and counted, when MAX_QUEUE are waiting), after

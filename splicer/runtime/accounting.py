@@ -1,7 +1,7 @@
 """Counting and logging a stream's end: every counter a stream adds to, and its log line, in one place.
 
-Rule: a stream (runtime/stream.py), a request refused or answered by the session itself
-(runtime/session.py, runtime/services.py) and a tcp-mode tunnel (runtime/proxy.py) end here:
+Rule: a stream (runtime/stream.py: a routed request, one answered before any server, a
+head refused before it was routed) and a tcp-mode tunnel (runtime/proxy.py) end here:
 their bytes, statuses and termination state (http/termination.py) go to the counters of the
 frontend, backend and server (haproxy's stats columns), and the stream to the access log.
 Nothing here does I/O but handing the log line to the frontend's logger.
@@ -9,6 +9,7 @@ Nothing here does I/O but handing the log line to the frontend's logger.
 from __future__ import annotations
 
 from splicer.http.termination import Cause, Termination, counted
+from splicer.log.collect import NOSRV
 
 
 def record_stream(st) -> None:
@@ -16,6 +17,8 @@ def record_stream(st) -> None:
     backend and server: bytes, statuses and its termination state, and log it."""
     if st.s.stream is st:
         st.s.stream = None  # over: `show sess` no longer shows it, an idle session holds none
+    if st.local is not None:
+        return _record_local(st)
     if st.handed is not None and not st.status and st.term.cause is Cause.KILLED:
         # killed (a hard stop) while its response went out: the head went to the client
         st.status, n = st.handed
@@ -47,6 +50,47 @@ def record_stream(st) -> None:
         record_termination(st.term, fe, be, srv)
     if st.fe.logger is not None:
         st.fe.logger.stream(st)
+
+
+def _record_local(st) -> None:
+    """A stream that reached no server (StreamMachine.local): a request answered here
+    ("answer": an http-request rule, a service, a 503 for want of a backend), counted on the
+    frontend and the backend whose rules answered (bytes, status, its termination and the
+    rule's counter), or a head refused before it was routed ("refused"), counted on the
+    frontend as a request (req_tot; its bytes in were counted as they came) with its status
+    on the default backend too, as haproxy counts what its h1 mux refuses. Each is logged
+    as haproxy logs them (<NOSRV>, <BADREQ>, <STATS>, <PROMEX>)."""
+    fe = st.fe.counters
+    be = st.be.counters if st.be is not None else None
+    status, lg = st.status, st.fe.logger
+    if st.local == "refused":
+        fe.req_tot += 1
+        fe.bout += st.head_out
+        if status:
+            fe.count_status(status)
+            if be is not None:
+                be.count_status(status)
+        record_termination(st.term, fe, None, None)
+        if lg is not None:
+            lg.refused(st.s, st.term, status, st.head_out, st.head_in, st.first)
+        return
+    for c in (fe, be):
+        if c is None:
+            continue
+        c.bin += st.head_in
+        c.bout += st.head_out
+        if status:
+            c.count_status(status)
+    rule = st.answer
+    if rule is not None:
+        record_local(st.term, rule.counter, fe, be)
+    else:
+        record_termination(st.term, fe, None, None)
+    if lg is not None:
+        service = getattr(rule, "service", "")
+        server = ("<PROMEX>" if service == "prometheus-exporter" else "<STATS>") if service else NOSRV
+        lg.local(st.s, st.req, st.raw, st.term, status, st.head_out, st.head_in,
+                 st.be.name if st.be is not None else "", server, st.first)
 
 
 def record_termination(t: Termination, fe, be, srv) -> None:

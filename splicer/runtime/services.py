@@ -24,12 +24,10 @@ from splicer.http.chunked import MAX_LINE as CHUNK_LINE_MAX
 from splicer.http.chunked import ChunkedReader, Need
 from splicer.http.framing import BodyKind, FramingError
 from splicer.http.service import ServiceRule, admin_commands, authorized, page_options
-from splicer.http.termination import Cause, Phase, Termination
 from splicer.report import html, prometheus
 from splicer.report.csv import render_csv
 from splicer.runtime import io
 from splicer.runtime.status import proxy_ids
-from splicer.runtime.accounting import record_local
 from splicer.stats import merge_stats
 
 log = logging.getLogger("splicer")
@@ -107,9 +105,11 @@ async def _read_chunked(session, limit: int) -> bytes | None:
     return bytes(out)
 
 
-async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
-    """Answer one request with the service of `rule` (called by the session in place of a
-    local rule's reply).
+async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> tuple[int, int, int, bool]:
+    """Answer one request with the service of `rule` (the stream machine's Serve job,
+    runtime/stream.py): read the request's body, make the page, send it. The stream counts
+    and logs it (runtime/accounting.py: haproxy's "intercepted", and "<STATS>" or "<PROMEX>"
+    as the log's server).
 
     Args:
         session: the HttpSession; req: the parsed request (h1.parse_request); raw: its head.
@@ -117,10 +117,11 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
         be: the runtime Backend whose rules answered (None: the frontend's).
 
     Returns:
-        True when the connection stays open for another request.
+        (status, bytes sent, bytes received (the head and the body read), keep): `status`
+        0 when nothing was answered (a broken or missing body), `keep` True when the
+        connection stays open for another request.
     """
-    fe = session.fe
-    proxy = fe.proxy
+    proxy = session.fe.proxy
     method = raw.lstrip(b"\r\n").partition(b" ")[0]
     keep = req.keep_alive and req.upgrade is None
     fr = req.framing
@@ -132,16 +133,14 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
         try:
             body = await _read_chunked(session, FORM_MAX)
         except (FramingError, OSError, TimeoutError, ValueError):
-            return False  # a broken or missing body: nothing to answer it with, closed
+            return 0, 0, len(raw), False  # a broken or missing body: nothing to answer it with, closed
         if body is None:
             keep = False  # too large (left unread: the session closes in stages)
-        else:
-            _count_in(fe, be, len(body))
     elif fr.kind is BodyKind.LENGTH and fr.length:
         body = await _read_body(session, fr.length)
         if body is None:
-            return False
-        _count_in(fe, be, len(body))
+            return 0, 0, len(raw), False
+    received = len(raw) + len(body or b"")
     head_only = method == b"HEAD"
     if rule.service == "prometheus-exporter":
         text = prometheus.render_metrics(await cluster_stats(proxy))
@@ -150,32 +149,11 @@ async def answer(session, req, raw: bytes, rule: ServiceRule, be) -> bool:
     else:
         data = await _stats(session, req, method, body, rule, keep, head_only)
     status = int(data[9:12])
-    for counters in (fe.counters, be.counters if be is not None else None):
-        if counters is not None:
-            counters.count_status(status)
-    sent = 0
     try:
         await io.send_all(session.loop, session.sock, data, session.t_client)
-        sent = len(data)
-        fe.counters.bout += sent
-        if be is not None:
-            be.counters.bout += sent
     except (OSError, TimeoutError):
-        keep = False
-    term = Termination(Cause.LOCAL, Phase.REQUEST)
-    record_local(term, "intercepted", fe.counters, be.counters if be is not None else None)
-    if fe.logger is not None:  # haproxy logs these with "<PROMEX>" or "<STATS>" as the server
-        fe.logger.local(session, req, raw, term, status, sent, len(raw) + len(body or b""),
-                        be.name if be is not None else "",
-                        "<PROMEX>" if rule.service == "prometheus-exporter" else "<STATS>")
-    return keep
-
-
-def _count_in(fe, be, n: int) -> None:
-    """Count `n` request body bytes on the frontend and, when its rules answered, the backend."""
-    fe.counters.bin += n
-    if be is not None:
-        be.counters.bin += n
+        return status, 0, received, False
+    return status, len(data), received, keep
 
 
 async def _stats(session, req, method: bytes, body: bytes | None, rule: ServiceRule, keep: bool,

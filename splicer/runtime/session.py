@@ -17,10 +17,13 @@ counted in runtime/accounting.py.
 The session is driven by engine callbacks: each head arrives in __call__() (or, when the
 engine cannot take the head job, from a task that reads it on the loop) and goes to one
 place, _took(), which routes it and starts its Stream (runtime/stream.py: the stream
-machine's driver, which ends by calling stream_over()) or refuses it. Only what has to wait
-for something else (an error page, a local answer, a credential check) runs as a task of
-the session (spawn); an idle keep-alive connection holds no task. Nothing raises past the
-callbacks or the task: a bug is logged and the connection reset.
+machine's driver, which ends by calling stream_over()). Every request is a stream of the
+one machine (http/machine.py), whichever door it takes: a routed one (start()), one answered
+here by a rule, a service or a 503 for want of a backend (answer_locally()), a head refused
+before it was routed (refuse()). Only a credential check (runtime/auth.py) or a head the
+engine could not read runs as a task of the session (spawn); an idle keep-alive connection
+holds no task. Nothing raises past the callbacks or the task: a bug is logged and the
+connection reset.
 """
 from __future__ import annotations
 
@@ -31,18 +34,15 @@ import struct
 
 from splicer.http import actions
 from splicer.http.errorpages import error_response
-from splicer.http.framing import BodyKind
 from splicer.http.h1 import HeadError, head_complete, parse_request
-from splicer.http.logformat import Message, StreamInfo
+from splicer.http.logformat import StreamInfo
 from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView, request_view_of
-from splicer.http.service import ServiceRule
 from splicer.http.variables import Vars
-from splicer.http.termination import Cause, Phase, Termination
+from splicer.http.termination import Cause
 from splicer.engine.engine import Completion, JobEnd
-from splicer.runtime import heads, io, services
+from splicer.runtime import heads, io
 from splicer.runtime.route import Decision
-from splicer.runtime.accounting import record_local, record_termination
 from splicer.runtime.stream import Stream
 from splicer.runtime.transfer import Side
 
@@ -222,16 +222,16 @@ class HttpSession:
             except HeadError as exc:
                 fe.counters.bin += len(head)
                 fe.proxy.capture_error(fe, self, exc.status, str(exc), head)
-                self.spawn(self._refused(Cause.PROXY, exc.status, len(head)))
+                self._refuse(Cause.PROXY, exc.status, len(head))
                 return
             self._route(req, head, more)
             return
         if failure == "timeout":
             if head:
                 fe.counters.bin += len(head)
-                self.spawn(self._refused(Cause.CLIENT_TIMEOUT, 408, len(head)))
+                self._refuse(Cause.CLIENT_TIMEOUT, 408, len(head))
             elif self._probe():  # a new connection that sent nothing in time: 408 (cR), as haproxy
-                self.spawn(self._refused(Cause.CLIENT_TIMEOUT, 408, 0))
+                self._refuse(Cause.CLIENT_TIMEOUT, 408, 0)
             else:
                 self.close()  # an idle keep-alive connection just closes, as haproxy does
             return
@@ -244,16 +244,16 @@ class HttpSession:
                     pass
             status = 414 if first_line else 431
             fe.proxy.capture_error(fe, self, status, why, data)
-            self.spawn(self._refused(Cause.PROXY, status, self.route.bufsize))
+            self._refuse(Cause.PROXY, status, self.route.bufsize)
             return
         if head:  # the client closed mid-head: haproxy's incomplete request, 400 (CR)
             fe.counters.bin += len(head)
-            self.spawn(self._refused(Cause.CLIENT_ABORT, 400, len(head)))
+            self._refuse(Cause.CLIENT_ABORT, 400, len(head))
         elif self._probe() and not cancelled:
             # a new connection closed before it sent a byte: as haproxy without `option
             # http-ignore-probes`, an incomplete request: 400 (CR), counted and logged
             # (unless option dontlognull)
-            self.spawn(self._refused(Cause.CLIENT_ABORT, 400, 0))
+            self._refuse(Cause.CLIENT_ABORT, 400, 0)
         else:
             self.close()  # closed between requests (or the engine stopped): no stream at all
 
@@ -272,10 +272,10 @@ class HttpSession:
                     return
             d, req = self._switch(req, head, view)
             if d.rule is not None or d.backend is None:
-                self.spawn(self._answer_locally(req, head, d))  # answered here, or no backend: 503
+                self._answer(req, head, d)  # answered here, or no backend: 503
                 return
         elif fe.strict_uri and ambiguity(req.target) is not None:
-            self.spawn(self._answer_locally(req, head, _REFUSED))
+            self._answer(req, head, _REFUSED)
             return
         self.be.counters.req_tot += 1
         Stream(self, req, head).begin(more)
@@ -407,31 +407,17 @@ class HttpSession:
         already, the end of an idle wait is never one (haproxy closes it silently)."""
         return not self.streams and not self.fe.model.ignore_probes
 
-    async def _refused(self, cause: Cause, status: int, received: int) -> bool:
-        await self._refuse(cause, status, received)
-        return False  # (the session's task closes it)
-
-    async def _refuse(self, cause: Cause, status: int, received: int = 0) -> None:
-        """End a stream in its request phase (nothing reached a server): answer `status`
-        (0: none), count it on the frontend (a request, as haproxy counts one its h1 mux
-        refuses: req_tot, the status, ereq from the termination) and log it (`received`:
-        bytes the client sent)."""
-        if self.fe.switching is not None:
+    def _refuse(self, cause: Cause, status: int, received: int) -> None:
+        """Refuse a request head before it is routed (haproxy's h1 mux: 400, 408, 414, 431):
+        a stream of its own (StreamMachine.refuse) answers `status` (0: none) and closes;
+        runtime/accounting.py counts it on the frontend (a request, as haproxy counts one its
+        h1 mux refuses: req_tot, the status, ereq from the termination) and logs it
+        (`received`: bytes the client sent)."""
+        fe = self.fe
+        if fe.switching is not None:
             # refused before any rule chose a backend: the frontend's default route answers
-            self.be, self.route = self.fe.backend, self.fe.route
-        fe = self.fe.counters
-        fe.req_tot += 1
-        sent = 0
-        if status:
-            fe.count_status(status)
-            if self.be is not None:
-                self.be.counters.count_status(status)
-            sent = await self.reply_error(status)
-            fe.bout += sent
-        t = Termination(cause, Phase.REQUEST)
-        record_termination(t, fe, None, None)
-        if self.fe.logger is not None:
-            self.fe.logger.refused(self, t, status, sent, received)
+            self.be, self.route = fe.backend, fe.route
+        Stream(self, None, b"", fe.backend).begin_refusal(cause, status, received)
 
     def stream_info(self) -> StreamInfo | None:
         """What header-rule samples read about this session (None when no rule needs it)."""
@@ -468,7 +454,8 @@ class HttpSession:
         await self.fe.proxy.auth.verify(view, missing)
         d, req = self._switch(req, raw, view)
         if d.rule is not None or d.backend is None:
-            return await self._answer_locally(req, raw, d)
+            self._answer(req, raw, d)
+            return HANDED
         self.be.counters.req_tot += 1
         Stream(self, req, raw).begin()
         return HANDED
@@ -544,102 +531,26 @@ class HttpSession:
             return self.local_port
         raise ValueError(f"no address part {part!r}")
 
-    async def _answer_locally(self, req, raw: bytes, d: Decision) -> bool:
-        """_answer_here(), after which the request counts among the session's streams
-        (as haproxy's TX_NOT_FIRST, set for every transaction after a connection's first):
-        the next request on the connection is not its first (its log line's timers and
-        date run from the end of this answer, and http-reuse safe sees a later request),
-        and a close once it is idle is no empty connection to log. True: the session goes
-        on."""
-        self.t_local = self.loop.time()
-        try:
-            return await self._answer_here(req, raw, d)
-        finally:
-            self.streams += 1
-
-    async def _answer_here(self, req, raw: bytes, d: Decision) -> bool:
-        """Answer a request without a server: the http-request rule d.rule (deny, return,
-        redirect, auth, tarpit), or 503 when no use_backend rule matched and there is no
-        default_backend (haproxy). A tarpit first holds the request (_hold) and its answer
-        always closes the connection. A request body is read and dropped when it is announced by a
-        Content-Length of at most tune.bufsize bytes (the connection then stays open, so
-        the body is never read as the next request); a larger or chunked one, or one the
-        client waits for a 100-continue to send, makes the response say
-        ``Connection: close`` and the session close in stages (_drain). True: the session
-        goes on."""
+    def _answer(self, req, raw: bytes, d: Decision) -> None:
+        """Answer a request without a server: a stream of its own (StreamMachine.answer_locally)
+        carries out the http-request rule d.rule (deny, return, redirect, auth, tarpit, a
+        service) or, with no rule, the 503 of a request no use_backend rule matched with no
+        default_backend (haproxy). The backend whose rules answered (None: the
+        frontend's) counts the request; its error pages and `timeout tarpit` apply. The
+        request counts among the session's streams (haproxy's TX_NOT_FIRST for every
+        transaction after a connection's first): the next one is not its first."""
         fe = self.fe
-        c = fe.counters
-        c.bin += len(raw)
-        lg = fe.logger
-        if d.rule is None:
-            c.count_status(503)
-            sent = await self.reply_error(503)
-            c.bout += sent
-            t = Termination(Cause.SERVER_ABORT, Phase.CONNECT)
-            record_termination(t, c, None, None)
-            if lg is not None:
-                lg.local(self, req, raw, t, 503, sent, len(raw), "")
-            return False
+        self.t_local = self.loop.time()
         be = fe.routes[d.backend][0] if d.backend is not None else None
         if be is not None:
             be.counters.req_tot += 1  # it reached the backend, whose rules answered it
-            be.counters.bin += len(raw)  # (haproxy: a stream's bytes count on its frontend and backend alike)
-        if isinstance(d.rule, ServiceRule):  # the stats page, the prometheus exporter
-            return await services.answer(self, req, raw, d.rule, be)
         pages = self.route.errorpages if be is not None else fe.fe_errorpages
-        keep = req.keep_alive and req.upgrade is None and not fe.proxy.stopping
-        drain = 0
-        fr = req.framing
-        if fr.kind is BodyKind.CHUNKED:
-            keep = False
-        elif fr.kind is BodyKind.LENGTH and fr.length:
-            if req.expect_continue or fr.length > self.route.bufsize:
-                keep = False
-            else:
-                drain = fr.length
-        term = Termination(Cause.PROXY if d.rule.action == "deny" else Cause.LOCAL, Phase.REQUEST)
-        if d.rule.action == "tarpit":
-            # haproxy: held for timeout tarpit (the proxy whose rule it is), then answered
-            # and closed; a client that leaves first gets nothing ("CT")
-            keep, drain = False, 0
-            term = Termination(Cause.PROXY, Phase.TARPIT)
-            if not await self._hold(be.model.tarpit if be is not None else fe.model.tarpit):
-                t = Termination(Cause.CLIENT_ABORT, Phase.TARPIT)
-                record_local(t, d.rule.counter, c, be.counters if be is not None else None)
-                if lg is not None:
-                    lg.local(self, req, raw, t, 0, 0, len(raw), be.name if be is not None else "")
-                return False
+        tarpit = be.model.tarpit if be is not None else fe.model.tarpit
         info = StreamInfo(self.client_ip, self.client_port, self.local_ip, self.local_port, fe.name,
                           be.name if be is not None else "")
-        msg = Message(req.method, req.target, 0, None, self.view.vars if self.view is not None else None)
-        method = raw.lstrip(b"\r\n").partition(b" ")[0]  # the client's, whatever set-method did
-        data, keep = actions.reply(d.rule, info, msg, req.headers, req.version, keep, pages, method)
-        status = int(data[9:12])
-        for counters in (c, be.counters if be is not None else None):
-            if counters is not None:
-                counters.count_status(status)
-        sent = 0
-        try:
-            await io.send_all(self.loop, self.sock, data, self.t_client)
-            c.bout += len(data)
-            sent = len(data)
-            if be is not None:
-                be.counters.bout += sent
-        except (OSError, TimeoutError):
-            keep = False
-        if keep and drain:
-            got = await self._discard(drain)
-            c.bin += got
-            if be is not None:
-                be.counters.bin += got
-            keep = got == drain
-        record_local(term, d.rule.counter, c, be.counters if be is not None else None)
-        if lg is not None:
-            lg.local(self, req, raw, term, status, sent, len(raw) + (got if keep and drain else 0),
-                     be.name if be is not None else "")
-        return keep
+        Stream(self, req, raw, be).begin_local(d.rule, info, pages, tarpit)
 
-    async def _hold(self, delay: float) -> bool:
+    async def hold(self, delay: float) -> bool:
         """Hold a tarpitted request for `delay` seconds (haproxy ``timeout tarpit``): a
         timer (loop.call_later) and a reader on the socket, no task of its own and no
         sleep. What the client sends meanwhile is read and dropped into one buffer
@@ -674,7 +585,7 @@ class HttpSession:
             timer.cancel()
             loop.remove_reader(fd)
 
-    async def _discard(self, n: int) -> int:
+    async def discard(self, n: int) -> int:
         """Read and drop the next `n` bytes from the client (a body nobody will forward),
         each read within timeout client; returns how many arrived before the client
         closed, failed or went silent."""

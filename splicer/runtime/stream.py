@@ -29,12 +29,13 @@ from splicer.engine.engine import Completion, JobEnd, Phase as JobPhase
 from splicer.errors import NoServerAvailable
 from splicer.http.framing import BodyKind, Framing
 from splicer.http.h1 import forward_request_head, forwarded_request
-from splicer.http.machine import (Abort, Ev, Acquire, EndBody, Finish, Interim, Observe, ReadHead, Release, Reply,
-                                  Respond, Send, ShutServer, State, StreamMachine, Tunnel, Wait, Warn, Buffer,
-                                  whole_body)
+from splicer.http.machine import (Abort, Ev, Acquire, Discard, EndBody, Finish, Hold, Interim, Observe, ReadHead,
+                                  Release, Reply, Respond, Send, Serve, ShutServer, State, StreamMachine, Tunnel, Wait,
+                                  Warn, Buffer, whole_body)
+from splicer.http.retry import RetryPolicy
 from splicer.http.outcome import End, Result
 from splicer.http.termination import Cause, Phase
-from splicer.runtime import heads, io
+from splicer.runtime import heads, io, services
 from splicer.runtime.accounting import record_stream
 from splicer.runtime.backend import Lease
 from splicer.runtime.transfer import Side, result_of
@@ -51,14 +52,26 @@ _DATA = Phase.DATA
 SMALL_BODY = 65536
 """A copied response body up to this size is read at once and sent with its head (on the loop)."""
 
+NO_BACKEND_POLICY = RetryPolicy()
+"""The retry settings of a stream no backend takes (answered or refused by its frontend):
+never read, since such a stream connects nowhere."""
+
+_SESSIONS = object()  # Stream(be=...) not given: the session's backend
+
 
 class Stream(StreamMachine):
     """One request/response exchange of `session`, driven.
 
     Args:
         session: the client connection (HttpSession) it belongs to.
-        req: the parsed (and routed) request head.
+        req: the parsed (and routed) request head; None for a head refused before it was
+            parsed whole (begin_refusal()).
         raw: the request head's bytes, as read.
+        be: the runtime Backend it counts on (default: the session's); None: none (a request
+            its frontend answered or refused).
+
+    Started by begin() (a routed request: StreamMachine.start), begin_local()
+    (answer_locally) or begin_refusal() (refuse).
 
     Attributes (besides the machine's):
         s, fe, be: its session, frontend and backend.
@@ -68,9 +81,13 @@ class Stream(StreamMachine):
     __slots__ = ("s", "fe", "be", "loop", "t_head", "t_lease", "rules_in", "_rewritten", "_persist", "_lent",
                  "last_lease", "_key", "_chained", "_pending", "_body_task", "_ending", "_timer", "_responding")
 
-    def __init__(self, session, req, raw: bytes) -> None:
-        be = session.be
-        super().__init__(req, raw, session.route, be.policy, be.counters, be.name, not session.streams)
+    def __init__(self, session, req, raw: bytes, be=_SESSIONS) -> None:
+        if be is _SESSIONS:
+            be = session.be
+        if be is not None:
+            super().__init__(req, raw, session.route, be.policy, be.counters, be.name, not session.streams)
+        else:
+            super().__init__(req, raw, session.route, NO_BACKEND_POLICY, None, "", not session.streams)
         session.streams += 1
         self.s = session
         session.stream = self
@@ -85,8 +102,8 @@ class Stream(StreamMachine):
             self._rewritten = session.rewritten
         self.rules_in = session.rules_in  # the http-request header rules left to apply
         self.info = session.stream_info()
-        self.observing = be.observes_responses
-        self.persisting = be.sticky
+        self.observing = be is not None and be.observes_responses
+        self.persisting = be is not None and be.sticky
         self._persist = None      # the backend's persistence decision (Backend.persistence)
         self._lent = None         # the Lease of the attempt under way (Release and Finish give it back)
         self.last_lease = None    # the last Lease lent to this stream (its `killed` is read at the end)
@@ -157,6 +174,20 @@ class Stream(StreamMachine):
         """Run the stream (`more`: bytes the client socket held behind the head, Completion.more)."""
         try:
             self._run(self.start(more))
+        except Exception:
+            self._failed()
+
+    def begin_local(self, rule, info, pages, tarpit: float) -> None:
+        """Run a stream answered here (StreamMachine.answer_locally's arguments)."""
+        try:
+            self._run(self.answer_locally(rule, info, pages, tarpit))
+        except Exception:
+            self._failed()
+
+    def begin_refusal(self, cause, status: int, received: int) -> None:
+        """Run a stream whose head is refused (StreamMachine.refuse's arguments)."""
+        try:
+            self._run(self.refuse(cause, status, received))
         except Exception:
             self._failed()
 
@@ -246,6 +277,12 @@ class Stream(StreamMachine):
             log.warning("%s", job.text)
         elif t is Buffer:
             self._spawn(self._buffer(job.want, job.cont))
+        elif t is Hold:
+            self._spawn(self._hold(job.seconds))
+        elif t is Discard:
+            self._spawn(self._discard(job.n))
+        elif t is Serve:
+            self._spawn(self._serve(job.rule))
         else:  # pragma: no cover - a job the driver does not know is a bug
             raise TypeError(f"unknown job {job!r}")
 
@@ -549,6 +586,15 @@ class Stream(StreamMachine):
             except (OSError, TimeoutError):
                 n = 0
         self.step(Ev.REPLIED, n)
+
+    async def _hold(self, seconds: float) -> None:
+        self.step(Ev.HELD, await self.s.hold(seconds))
+
+    async def _discard(self, n: int) -> None:
+        self.step(Ev.DISCARDED, await self.s.discard(n))
+
+    async def _serve(self, rule) -> None:
+        self.step(Ev.SERVED, *await services.answer(self.s, self.req, self.raw, rule, self.be))
 
     async def _buffer(self, want: int, cont: bool) -> None:
         """`option http-buffer-request`: wait for the body (all of it up to tune.bufsize, else

@@ -12,9 +12,10 @@ import pytest
 from splicer.health.observe import Event as Observed
 from splicer.http.h1 import parse_request
 from splicer.http.logformat import StreamInfo
-from splicer.http.machine import (BODY_GRACE, TRANSITIONS, RelayTerms, Abort, Acquire, Buffer, EndBody, Ev, Finish, Interim,
-                                  Observe, ReadHead, Release, Reply, Respond, Send, ShutServer, State, STATE_NAMES,
-                                  StreamMachine, StreamMachineError, Tunnel, Wait, Warn, whole_body)
+from splicer.http.machine import (BODY_GRACE, TRANSITIONS, RelayTerms, Abort, Acquire, Buffer, Discard, EndBody, Ev,
+                                  Finish, Hold, Interim, Observe, ReadHead, Release, Reply, Respond, Send, Serve,
+                                  ShutServer, State, STATE_NAMES, StreamMachine, StreamMachineError, Tunnel, Wait, Warn,
+                                  whole_body)
 from splicer.http.outcome import End, Result
 from splicer.http.retry import RetryPolicy
 from splicer.http.termination import NORMAL, Cause, Phase, Termination
@@ -961,3 +962,108 @@ def test_the_final_head_adds_to_the_interim_heads_that_went_before():
     final = m.head(OK_5, None, None, 2.0)[-1].head
     m.sent(True, Result(End.DONE, 5, 0, 5))
     assert m.head_out == len(data) + len(final)
+
+
+# -- answered here, before any server: request rules, services, no backend; refused heads -------
+
+def request_rule(line: str):
+    from splicer.http.rules import parse_rule
+    return parse_rule(line.split(" "), "request", "site.cfg", 1)
+
+
+def test_a_request_rule_deny_is_answered_here_and_the_connection_goes_on():
+    m = machine(observing=False)
+    jobs = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    assert type(jobs[0]) is Reply and jobs[0].data.startswith(b"HTTP/1.1 403 Forbidden\r\n") and len(jobs) == 1
+    assert (m.state, m.local, m.status, str(m.term), m.answer.counter) == (State.ANSWER, "answer", 403, "PR", "dreq")
+    assert m.replied(len(jobs[0].data)) == [Finish(True, False)]
+    assert (m.state, m.head_out, m.head_in) == (State.DONE, len(jobs[0].data), len(m.raw))
+
+
+def test_a_local_answer_drops_the_small_body_of_its_request_before_the_next_one():
+    raw = b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n"
+    m = machine(raw, observing=False)
+    jobs = m.answer_locally(request_rule("return status 200 content-type text/plain string ok"), INFO, {}, 0.0)
+    assert (m.status, str(m.term), m.answer.counter) == (200, "LR", "intercepted")
+    assert m.replied(len(jobs[0].data)) == [Discard(7)]
+    assert m.state == State.DRAIN
+    assert m.discarded(7) == [Finish(True, False)]
+    assert m.head_in == len(raw) + 7
+
+
+def test_a_local_answer_whose_body_does_not_all_come_closes():
+    m = machine(b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n", observing=False)
+    jobs = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    m.replied(len(jobs[0].data))
+    assert m.discarded(3) == [Finish(False, False)]
+
+
+@pytest.mark.parametrize("raw", [
+    b"POST /f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n",
+    b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\nExpect: 100-continue\r\n\r\n",
+    b"GET /f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+])
+def test_a_local_answer_closes_when_the_body_is_not_read_or_the_client_closes(raw):
+    m = machine(raw, observing=False)
+    jobs = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    assert b"\r\nconnection: close\r\n" in jobs[0].data.lower()
+    assert m.replied(len(jobs[0].data)) == [Finish(False, False)]
+
+
+def test_a_tarpit_holds_then_answers_and_closes():
+    m = machine(observing=False)
+    assert m.answer_locally(request_rule("tarpit"), INFO, {}, 2.5) == [Hold(2.5)]
+    assert (m.state, m.phase, str(m.term)) == (State.HOLD, Phase.TARPIT, "PT")
+    jobs = m.held(True)
+    assert type(jobs[0]) is Reply and jobs[0].status == 500 and m.state == State.ANSWER
+    assert m.replied(len(jobs[0].data)) == [Finish(False, False)]
+    assert (m.status, m.answer.counter) == (500, "dreq")
+
+
+def test_a_tarpitted_client_that_leaves_gets_nothing():
+    m = machine(observing=False)
+    m.answer_locally(request_rule("tarpit"), INFO, {}, 2.5)
+    assert m.held(False) == [Finish(False, False)]
+    assert (m.status, m.head_out, str(m.term)) == (0, 0, "CT")
+
+
+def test_no_backend_is_a_503_page_by_the_frontend():
+    m = machine(observing=False)
+    assert m.answer_locally(None, INFO, {}, 0.0) == [Reply(None, 503)]
+    assert (m.status, str(m.term), m.answer, m.keep) == (503, "SC", None, False)
+    assert m.replied(100) == [Finish(False, False)]
+
+
+def test_a_service_answers_and_says_what_came_of_it():
+    rule = SimpleNamespace(service="stats", counter="intercepted", action="return")
+    m = machine(observing=False)
+    assert m.answer_locally(rule, INFO, {}, 0.0) == [Serve(rule)]
+    assert m.state == State.ANSWER and str(m.term) == "LR"
+    assert m.served(200, 900, 120, True) == [Finish(True, False)]
+    assert (m.status, m.head_out, m.head_in) == (200, 900, 120)
+
+
+def test_a_service_whose_answer_did_not_go_closes():
+    m = machine(observing=False)
+    m.answer_locally(SimpleNamespace(service="stats", counter="intercepted", action="return"), INFO, {}, 0.0)
+    assert m.served(200, 0, 60, True) == [Finish(False, False)]
+
+
+@pytest.mark.parametrize("cause, status, term", [
+    (Cause.PROXY, 400, "PR"), (Cause.CLIENT_TIMEOUT, 408, "cR"), (Cause.PROXY, 431, "PR"),
+    (Cause.CLIENT_ABORT, 400, "CR"),
+])
+def test_a_refused_head_is_its_error_page_and_a_close(cause, status, term):
+    m = StreamMachine(None, b"", route(), RetryPolicy(), None, "", True)
+    assert m.refuse(cause, status, 37) == [Reply(None, status)]
+    assert (m.local, m.status, str(m.term), m.head_in, m.state) == ("refused", status, term, 37, State.ANSWER)
+    assert m.replied(0) == [Finish(False, False)]  # the client was gone: nothing went out
+    assert m.head_out == 0
+
+
+def test_killed_during_a_tarpit_resets_the_client():
+    m = machine(observing=False)
+    m.answer_locally(request_rule("tarpit"), INFO, {}, 2.5)
+    assert m.killed() == [Abort(True), Finish(False, False)]
+    assert m.held(True) == []  # what the hold reports later changes nothing
