@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -42,7 +43,7 @@
 #include "wheel.h"
 
 #define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
-#define SPL_HIDX_BYTES (SPL_H1_INDEX_WORDS * sizeof(uint32_t)) /* a head buffer's index, at its end */
+#define SPL_HIDX_BYTES (SPL_H1_INDEX_WORDS * sizeof(uint32_t)) /* a head buffer's index, at its start */
 #define SPL_FD_USERS 4           /* jobs that may use one fd at once (a body and a head...) */
 #define SPL_MAX_FDS (1u << 22)   /* the fd table's size at most (RLIMIT_NOFILE beyond it) */
 
@@ -74,6 +75,8 @@ struct spl_fdreg {
                                     * remaining jobs for the next turn (the loop runs between) */
 #define SPL_MIN_PROGRESS 1024   /* bytes that must move to restart an idle timeout */
 #define SPL_CHUNK_TURNS 64      /* chunked segments one run may move before others get a turn */
+#define SPL_TRIM_MS 1000        /* a free head buffer left untaken this long goes back to the kernel */
+#define SPL_PAGE 4096u          /* buffers are laid out in whole pages of this size (or a multiple) */
 
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
@@ -175,6 +178,10 @@ struct spl_engine {
 	size_t hbuf_size;
 	int32_t *hfree;               /* free head buffers, a stack (engine thread) */
 	uint32_t nhfree;
+	uint32_t hlow;                /* the stack's lowest depth since the last trim: the entries
+	                               * below it were not taken for a whole period (spl_trim_hbufs) */
+	uint32_t htrim;               /* of the stack's bottom entries, how many were given back */
+	uint64_t trim_ms;             /* when spl_trim_hbufs last ran */
 	uint32_t *rel;                /* release ring: Python produces, engine consumes */
 	uint32_t rel_mask;
 	atomic_uint rel_head;
@@ -225,9 +232,8 @@ static void spl_drain(int fd)
 
 /* ---- engine thread: jobs ------------------------------------------------------------ */
 
-/* Takes a free head buffer, first taking back those Python released. Returns its index, or
- * -1 when none is free (cannot happen while nbufs >= maxjobs: a job holds at most one). */
-static int32_t spl_hbuf_take(struct spl_engine *e)
+/* Takes back onto the free stack the head buffers Python released (spl_hbuf_release). */
+static void spl_hbuf_reclaim(struct spl_engine *e)
 {
 	uint32_t head = atomic_load_explicit(&e->rel_head, memory_order_relaxed);
 	uint32_t tail = atomic_load_explicit(&e->rel_tail, memory_order_acquire);
@@ -237,7 +243,47 @@ static int32_t spl_hbuf_take(struct spl_engine *e)
 		head++;
 	}
 	atomic_store_explicit(&e->rel_head, head, memory_order_release);
-	return e->nhfree ? e->hfree[--e->nhfree] : -1;
+}
+
+/* Takes a free head buffer, first taking back those Python released. Returns its index, or
+ * -1 when none is free (cannot happen while nbufs >= maxjobs: a job holds at most one). */
+static int32_t spl_hbuf_take(struct spl_engine *e)
+{
+	spl_hbuf_reclaim(e);
+	if (e->nhfree == 0)
+		return -1;
+	if (--e->nhfree < e->hlow)
+		e->hlow = e->nhfree;
+	return e->hfree[e->nhfree];
+}
+
+/* Gives the whole pages of [p, p + len) back to the kernel: they read as zeros when next
+ * touched (MADV_DONTNEED on private anonymous memory). An error only leaves them resident. */
+static void spl_pages_drop(char *p, size_t len)
+{
+	uintptr_t lo = ((uintptr_t)p + SPL_PAGE - 1) & ~(uintptr_t)(SPL_PAGE - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(SPL_PAGE - 1);
+
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Every SPL_TRIM_MS, the head buffers that stayed at the bottom of the free stack for the
+ * whole period (none of them was taken: a burst of requests is over) give their pages back,
+ * so that memory touched by a burst does not stay charged to the idle connections that
+ * follow it. The stack hands out its top first, so the buffers in use keep their pages. */
+static void spl_trim_hbufs(struct spl_engine *e)
+{
+	uint32_t i;
+
+	spl_hbuf_reclaim(e); /* (on top: the ones released last are the warmest) */
+	if (e->htrim > e->hlow)
+		e->htrim = e->hlow; /* taken since their trim: touched again */
+	for (i = e->htrim; i < e->hlow; i++)
+		spl_pages_drop(e->hbufs + (size_t)e->hfree[i] * e->hbuf_size, e->hbuf_size);
+	e->htrim = e->hlow;
+	e->hlow = e->nhfree;
+	e->trim_ms = e->now_ms;
 }
 
 static char *spl_obuf_of(struct spl_engine *e, const struct spl_slot *s)
@@ -435,10 +481,18 @@ static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 	}
 }
 
-/* The index of a head buffer (SPL_H1_INDEX_WORDS words at the end of its bytes). */
+/* The index of a head buffer: SPL_H1_INDEX_WORDS words at its start, right before the
+ * head's bytes (spl_hdata), so that a short head and the used part of its index share a
+ * page: a buffer lent to a head touches one page, not one at each end. */
 static uint32_t *spl_hidx(const struct spl_engine *e, int32_t hbuf)
 {
-	return (uint32_t *)(e->hbufs + (size_t)(hbuf + 1) * e->hbuf_size - SPL_HIDX_BYTES);
+	return (uint32_t *)(e->hbufs + (size_t)hbuf * e->hbuf_size);
+}
+
+/* The bytes of a head buffer (head_limit + SPL_HBUF_PAD of them), after its index. */
+static char *spl_hdata(const struct spl_engine *e, int32_t hbuf)
+{
+	return e->hbufs + (size_t)hbuf * e->hbuf_size + SPL_HIDX_BYTES;
 }
 
 /* Tokenizes the head that slot s read, whole (how DONE), into its buffer's index for
@@ -448,7 +502,7 @@ static void spl_index_head(struct spl_engine *e, const struct spl_slot *s, uint3
 	uint32_t *idx = spl_hidx(e, s->hbuf);
 
 	if (how == SPL_END_DONE)
-		spl_h1_parse(e->hbufs + (size_t)s->hbuf * e->hbuf_size, s->hgot, idx);
+		spl_h1_parse(spl_hdata(e, s->hbuf), s->hgot, idx);
 	else
 		idx[0] = SPL_H1_UNSURE;
 }
@@ -896,7 +950,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 				return 0;
 			}
 		}
-		buf = e->hbufs + (size_t)s->hbuf * e->hbuf_size;
+		buf = spl_hdata(e, s->hbuf);
 		n = recv(fd, buf + s->hgot, limit - s->hgot + 1, MSG_PEEK | MSG_DONTWAIT);
 		spl_saw_read(e, fd, limit - s->hgot + 1, n, 1);
 		if (n == -1) {
@@ -1056,7 +1110,7 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 {
 	struct spl_job *job = &s->job;
-	char *head = e->hbufs + (size_t)s->hbuf * e->hbuf_size;
+	char *head = spl_hdata(e, s->hbuf);
 	uint32_t *idx = spl_hidx(e, s->hbuf);
 	struct spl_pipe *pipe = NULL;
 	uint64_t body = 0;
@@ -1430,6 +1484,8 @@ static int spl_turn(struct spl_engine *e, int timeout)
 	}
 	if (e->wheel.count && e->now_ms / SPL_TICK_MS > e->wheel.tick)
 		spl_check_timeouts(e);
+	if (e->hbufs != NULL && e->now_ms - e->trim_ms >= SPL_TRIM_MS)
+		spl_trim_hbufs(e);
 	spl_publish(e);
 	if (e->posted && !e->inline_mode) { /* inline: spl_engine_poll() reports it */
 		e->posted = 0;
@@ -1459,6 +1515,21 @@ static void *spl_engine_main(void *arg)
 /* ---- Python thread: lifecycle, submit, reap ------------------------------------------ */
 
 /* Closes the engine's own fds and frees its memory (its thread is not running). */
+/* Buffers in whole pages (each can be given back with spl_pages_drop), zero-filled and
+ * touched only when used. Returns NULL when the memory cannot be had. */
+static char *spl_pages_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void spl_pages_free(char *p, size_t len)
+{
+	if (p != NULL)
+		(void)munmap(p, len); /* EINVAL only for a range that was never mapped */
+}
+
 static void spl_engine_release(struct spl_engine *e)
 {
 	if (e->ep != -1)
@@ -1473,8 +1544,8 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->slots);
 	free(e->ready);
 	free(e->lines);
-	free(e->obufs);
-	free(e->hbufs);
+	spl_pages_free(e->obufs, (size_t)e->cfg.nbufs * e->cfg.bufsize);
+	spl_pages_free(e->hbufs, (size_t)e->cfg.nbufs * e->hbuf_size);
 	free(e->hfree);
 	free(e->rel);
 	free(e->fds);
@@ -1513,9 +1584,10 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		/* pages are touched only by buffers in use: the free stack hands out the most
 		 * recently used first, so the resident set follows the busy connections, not the
 		 * idle ones (which hold no head buffer) */
-		e->hbuf_size = ((size_t)cfg->bufsize + SPL_HBUF_PAD + SPL_HIDX_BYTES + 63) & ~(size_t)63;
-		e->obufs = calloc(cfg->nbufs, cfg->bufsize);
-		e->hbufs = calloc(cfg->nbufs, e->hbuf_size);
+		e->hbuf_size = ((size_t)cfg->bufsize + SPL_HBUF_PAD + SPL_HIDX_BYTES + SPL_PAGE - 1) &
+			       ~(size_t)(SPL_PAGE - 1); /* whole pages: each can be given back */
+		e->obufs = spl_pages_alloc((size_t)cfg->nbufs * cfg->bufsize);
+		e->hbufs = spl_pages_alloc((size_t)cfg->nbufs * e->hbuf_size);
 		e->hfree = calloc(cfg->nbufs, sizeof(*e->hfree));
 		e->rel_mask = spl_pow2(cfg->nbufs) - 1;
 		e->rel = calloc((size_t)e->rel_mask + 1, sizeof(*e->rel));
@@ -1524,6 +1596,7 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 		for (i = 0; i < cfg->nbufs; i++)
 			e->hfree[i] = (int32_t)(cfg->nbufs - 1 - i);
 		e->nhfree = cfg->nbufs;
+		e->hlow = e->htrim = cfg->nbufs; /* none touched yet: nothing to give back */
 	}
 	{
 		struct rlimit rl;
@@ -1762,7 +1835,13 @@ const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx)
 {
 	if (e == NULL || idx < 0 || (uint32_t)idx >= e->cfg.nbufs)
 		return NULL;
-	return e->hbufs + (size_t)idx * e->hbuf_size;
+	return spl_hdata(e, idx);
+}
+
+void spl_engine_obuf_drop(struct spl_engine *e, int32_t idx)
+{
+	if (e != NULL && idx >= 0 && (uint32_t)idx < e->cfg.nbufs)
+		spl_pages_drop(e->obufs + (size_t)idx * e->cfg.bufsize, e->cfg.bufsize);
 }
 
 const uint32_t *spl_engine_hidx(const struct spl_engine *e, int32_t idx)

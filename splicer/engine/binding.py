@@ -370,6 +370,11 @@ class EngineHandle:
         """Copy `data` (at most bufsize bytes) into out buffer `idx` for the next job naming it."""
         ffi.memmove(self._obufs[idx], data, len(data))
 
+    def drop_out(self, idx: int) -> None:
+        """Give the pages of out buffer `idx`, which no job names, back to the kernel
+        (spl_engine_obuf_drop: madvise MADV_DONTNEED); it reads as zeros when next used."""
+        lib.spl_engine_obuf_drop(self._e, idx)
+
     def fd_quiet(self, fd: int, gen: int) -> bool:
         """True when the engine knows socket `fd` of generation `gen` (registered by an
         earlier job, used by none now) holds nothing to read: spl_fd_quiet(), no syscall."""

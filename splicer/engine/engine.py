@@ -166,6 +166,10 @@ CLOSE_GRACE = 0.2
 """Seconds close() waits at most for an engine thread to report the jobs it cancels."""
 
 _SPLICED = binding.RELAY_SPLICED
+
+TRIM_AFTER = 1.0
+"""Seconds an out buffer stays untaken at the bottom of the free list before its pages go
+back to the kernel (Engine._trim_outs; the engine's head buffers: SPL_TRIM_MS)."""
 _new = tuple.__new__  # a Completion built without NamedTuple's Python-level __new__
 _CHAINS = binding.JOB_THEN_HEAD | binding.JOB_RELAY
 
@@ -203,6 +207,11 @@ class Engine:
         self.inline = inline
         self.bufsize = bufsize
         self._free_out = list(range(nbufs - 1, -1, -1))  # out buffers not lent to a job (LIFO)
+        # out buffers left untaken for TRIM_AFTER seconds give their pages back (_trim_outs):
+        # the free list's lowest depth since the last trim, and how many of its bottom
+        # entries were given back already (none was touched yet)
+        self._out_low = self._out_trimmed = nbufs
+        self._trim: asyncio.TimerHandle | None = None
         self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
         self._gens: dict[int, tuple[object, int]] = {}  # fd -> (socket, generation), gen()
         self.chained: tuple[int, asyncio.Future] | None = None  # the last submit()'s chained job
@@ -240,6 +249,24 @@ class Engine:
             self.loop.call_soon(self._wake)
         if more & EngineHandle.POLL_TIMERS and self._tick is None and not self._closed:
             self._tick = self.loop.call_later(EngineHandle.POLL_TICK, self._on_tick)
+
+    def _trim_outs(self) -> None:
+        """Give back the pages of the out buffers that stayed at the bottom of the free list
+        (none of them was taken) for TRIM_AFTER seconds: what a burst of requests touched
+        is not kept for the idle connections that follow it (the engine does the same with
+        its head buffers: native/src/engine.c spl_trim_hbufs). The list hands out its top
+        first, so the buffers in use keep theirs."""
+        self._trim = None
+        if self._closed:
+            return
+        free = self._free_out
+        low = min(self._out_low, len(free))
+        for i in range(min(self._out_trimmed, low), low):
+            self._h.drop_out(free[i])
+        self._out_trimmed = low
+        self._out_low = len(free)
+        if low < len(free):  # buffers taken this period: they are looked at in the next one
+            self._trim = self.loop.call_later(TRIM_AFTER, self._trim_outs)
 
     def _on_tick(self) -> None:
         self._tick = None
@@ -368,6 +395,10 @@ class Engine:
             if out is not None and len(out) > self.bufsize:
                 raise EngineError(errno.EMSGSIZE, "head larger than the engine's bufsize")
             out_buf = self._free_out.pop()
+            if len(self._free_out) < self._out_low:
+                self._out_low = len(self._free_out)
+                if self._trim is None:
+                    self._trim = self.loop.call_later(TRIM_AFTER, self._trim_outs)
             if out:
                 out_len = len(out)
                 self._h.put_out(out_buf, out)
@@ -582,6 +613,9 @@ class Engine:
         if self._tick is not None:
             self._tick.cancel()
             self._tick = None
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
         self._h.close()
         for fut in self._futs.values():
             if not fut.done():

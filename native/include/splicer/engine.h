@@ -346,6 +346,11 @@ int spl_reap(struct spl_engine *e, struct spl_done *out, int max);
  * a bad index. Thread: the submitting thread. */
 char *spl_engine_obuf(struct spl_engine *e, int32_t idx);
 
+/* Gives the pages of out buffer `idx` back to the kernel (madvise MADV_DONTNEED): it reads
+ * as zeros when next written. Only for a buffer no job names now (the caller's free list).
+ * A bad index does nothing. Thread: the submitting thread. */
+void spl_engine_obuf_drop(struct spl_engine *e, int32_t idx);
+
 /* The head buffer `idx` named by a completion (struct spl_done.head_buf). NULL for a bad
  * index. Thread: the submitting thread, between the reap and spl_hbuf_release(). */
 const char *spl_engine_hbuf(const struct spl_engine *e, int32_t idx);
