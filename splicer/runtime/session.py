@@ -72,22 +72,17 @@ class HttpSession:
         peer: the client's address tuple.
     """
 
-    __slots__ = ("fe", "be", "loop", "sock", "peer", "_local", "route", "t_client", "t_request", "t_keepalive",
-                 "t_server", "_reset", "_closing", "_job", "next_head", "view", "rules_in", "streams",
-                 "rewritten", "sess_vars", "_memo_addr", "_addr", "started", "stream", "t_accept", "t_idle",
-                 "log_peer", "t_local")
+    __slots__ = ("fe", "be", "sock", "peer", "_local", "route", "t_server", "_reset", "_closing", "_job",
+                 "next_head", "view", "rules_in", "streams", "rewritten", "sess_vars", "_memo_addr", "stream",
+                 "t_accept", "t_idle", "log_peer", "t_local")
 
     def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
         self.be = fe.backend
-        self.loop = fe.loop
         self.sock = sock
         self.peer = peer
         self._local = None  # (address, port) of our end, looked up when first needed
         self.route = route = fe.route
-        self.t_client = route.t_client
-        self.t_request = route.t_request
-        self.t_keepalive = route.t_keepalive
         self.t_server = route.t_server
         self._reset = False         # the client connection is to end with a reset
         self._closing = False
@@ -100,12 +95,35 @@ class HttpSession:
         self.streams = 0                     # requests taken: streams and local answers (http-reuse safe, the log's first)
         self.sess_vars = None                # the session's "sess" variables (made when first needed)
         self._memo_addr = None               # the address part of its decisions' memo keys (DecisionMemo.address)
-        self._addr = None                    # (client ip, client port, local ip, local port), for request views
         self.log_peer = None                 # "ip:port" of the client as an access log shows it (collect.py)
         self.t_local = 0.0                   # when the request being answered here was taken (its log's timers)
-        self.started = fe.loop.time()        # when it was accepted (`show sess` age, loop time)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
+
+    # what every session of a frontend shares is read from it, not kept per connection
+    @property
+    def loop(self):
+        return self.fe.loop
+
+    @property
+    def t_client(self) -> float | None:
+        """`timeout client` (the frontend's), seconds."""
+        return self.fe.route.t_client
+
+    @property
+    def t_request(self) -> float | None:
+        """`timeout http-request` (the frontend's), seconds."""
+        return self.fe.route.t_request
+
+    @property
+    def t_keepalive(self) -> float | None:
+        """`timeout http-keep-alive` (the frontend's), seconds."""
+        return self.fe.route.t_keepalive
+
+    @property
+    def started(self) -> float:
+        """When it was accepted (`show sess` age; loop time)."""
+        return self.t_accept
 
     @property
     def cli(self) -> Side:
@@ -432,15 +450,14 @@ class HttpSession:
     def request_view(self, req, raw: bytes) -> RequestView:
         """The sample.RequestView that rule conditions read for the request `req` read as `raw`
         (its variables: none when no rule of the configuration sets one, Proxy.vars_used)."""
-        a = self._addr or self._addresses()
+        a = self._addresses()
         px = self.fe.proxy
         return request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, self._vars() if px.vars_used else None)
 
     def _addresses(self) -> tuple:
-        """The connection's addresses (client ip, port, local ip, port), kept for each of
-        its requests' views."""
-        a = self._addr = (self.client_ip, self.client_port, self.local_ip, self.local_port)
-        return a
+        """The connection's addresses (client ip, port, local ip, port), for its requests'
+        views."""
+        return self.client_ip, self.client_port, self.local_ip, self.local_port
 
     def _vars(self) -> Vars:
         """A request's variables: its own txn/req/res scopes, the session's and the worker's."""
@@ -500,7 +517,7 @@ class HttpSession:
                              else None)
                 return d, req
         if view is None:  # (request_view(), inline: once per request)
-            a = self._addr or self._addresses()
+            a = self._addresses()
             px = fe.proxy
             view = request_view_of(req, raw, a[0], a[1], a[2], a[3], px.nbsrv, self._vars() if px.vars_used else None)
         d = sw.decide(view)
