@@ -59,6 +59,7 @@ from splicer.http.logformat import Message
 from splicer.http.outcome import End, Result
 from splicer.http.response_actions import Verdict, evaluate, reframe
 from splicer.http.retry import GIVE_UP, Retry, RetryEvent, decide
+from splicer.http.service import ServiceRule
 from splicer.http.termination import NORMAL, Cause, Phase, Termination
 
 IDEMPOTENT = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
@@ -507,29 +508,23 @@ class StreamMachine:
         """
         self.local = "answer"
         self.phase = PH_REQUEST
-        self.info = info
         if rule is None:
             self.end(Cause.SERVER_ABORT, PH_CONNECT)
             return self._error_page(503)
         self.answer = rule
-        if getattr(rule, "service", ""):  # the stats page, the prometheus exporter
+        if isinstance(rule, ServiceRule):  # the stats page, the prometheus exporter
             self.end(Cause.LOCAL)
             self.state = State.ANSWER
             return [Serve(rule)]
         req = self.req
-        keep = req.keep_alive and req.upgrade is None and not self.stopping
-        drain = 0
         fr = req.framing
-        if fr.kind is K_CHUNKED:
-            keep = False
-        elif fr.kind is K_LENGTH and fr.length:
-            if req.expect_continue or fr.length > self.route.bufsize:
-                keep = False
-            else:
-                drain = fr.length
+        drain = fr.length if fr.kind is K_LENGTH else 0
+        keep = req.keep_alive and req.upgrade is None and not self.stopping
+        if fr.kind is K_CHUNKED or (drain and req.expect_continue) or drain > self.route.bufsize:
+            keep, drain = False, 0  # a body not read here: the session closes in stages
         tarpitted = rule.action == "tarpit"
         if tarpitted:
-            keep, drain = False, 0
+            keep = False
             self.end(Cause.PROXY, Phase.TARPIT)
         else:
             self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL)

@@ -1035,8 +1035,13 @@ def test_no_backend_is_a_503_page_by_the_frontend():
     assert m.replied(100) == [Finish(False, False)]
 
 
+def service_rule():
+    from splicer.http.service import ServiceRule
+    return ServiceRule("return", 200, None, service="stats")
+
+
 def test_a_service_answers_and_says_what_came_of_it():
-    rule = SimpleNamespace(service="stats", counter="intercepted", action="return")
+    rule = service_rule()
     m = machine(observing=False)
     assert m.answer_locally(rule, INFO, {}, 0.0) == [Serve(rule)]
     assert m.state == State.ANSWER and str(m.term) == "LR"
@@ -1046,8 +1051,11 @@ def test_a_service_answers_and_says_what_came_of_it():
 
 def test_a_service_whose_answer_did_not_go_closes():
     m = machine(observing=False)
-    m.answer_locally(SimpleNamespace(service="stats", counter="intercepted", action="return"), INFO, {}, 0.0)
+    m.answer_locally(service_rule(), INFO, {}, 0.0)
     assert m.served(200, 0, 60, True) == [Finish(False, False)]
+    m = machine(observing=False)
+    m.answer_locally(service_rule(), INFO, {}, 0.0)
+    assert m.served(200, 1, 60, True) == [Finish(True, False)]  # (one byte is an answer that went)
 
 
 @pytest.mark.parametrize("cause, status, term", [
@@ -1067,3 +1075,55 @@ def test_killed_during_a_tarpit_resets_the_client():
     m.answer_locally(request_rule("tarpit"), INFO, {}, 2.5)
     assert m.killed() == [Abort(True), Finish(False, False)]
     assert m.held(True) == []  # what the hold reports later changes nothing
+
+
+def test_a_local_answer_renders_from_the_request_the_session_and_its_variables():
+    from splicer.http.variables import Vars
+    m = machine(b"GET /p?q=1 HTTP/1.1\r\nHost: x\r\n\r\n", observing=False)
+    m.view = view_of(m.req)
+    m.view.vars = Vars({}, {})
+    m.view.vars.set("txn", "who", b"me")
+    jobs = m.answer_locally(request_rule("return status 200 content-type text/plain lf-string "
+                                         "%[method]:%[url]:%[req.hdr(host)]:%[fe_name]:%[src]:%[var(txn.who)]"),
+                            INFO, {}, 0.0)
+    assert jobs[0].data.endswith(b"\r\n\r\nGET:/p?q=1:x:www:192.0.2.1:me")
+
+
+def test_a_local_answer_to_head_has_no_body_even_after_a_leading_empty_line():
+    head = b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n"
+    m = StreamMachine(parse_request(head, 100), b"\r\n" + head, route(), RetryPolicy(), counters(), "farm", True)
+    (job,) = m.answer_locally(request_rule("return status 200 content-type text/plain string hello"), INFO, {}, 0.0)
+    assert job.data.endswith(b"\r\n\r\n") and b"content-length: 5\r\n" in job.data
+
+
+def test_a_local_answer_tells_an_http10_keep_alive_client_it_stays_open():
+    m = machine(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", observing=False)
+    (job,) = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    assert b"\r\nconnection: keep-alive\r\n" in job.data.lower()
+    assert m.replied(len(job.data)) == [Finish(True, False)]
+
+
+def test_a_body_of_exactly_a_buffer_is_read_and_dropped():
+    m = machine(b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 16384\r\n\r\n", observing=False)
+    (job,) = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    assert m.replied(len(job.data)) == [Discard(16384)]
+
+
+def test_a_get_with_an_expectation_but_no_body_keeps_the_connection():
+    m = machine(b"GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n", observing=False)
+    (job,) = m.answer_locally(request_rule("deny"), INFO, {}, 0.0)
+    assert m.replied(len(job.data)) == [Finish(True, False)]
+
+
+def test_a_refusal_without_a_page_just_closes():
+    m = StreamMachine(None, b"", route(), RetryPolicy(), None, "", True)
+    assert m.refuse(Cause.CLIENT_ABORT, 0, 0) == [Finish(False, False)]
+    assert (m.status, str(m.term), m.state) == (0, "CR", State.DONE)
+
+
+def test_the_tarpits_answer_is_not_kept_once_sent():
+    m = machine(observing=False)
+    m.answer_locally(request_rule("tarpit"), INFO, {}, 1.0)
+    assert m.reply.startswith(b"HTTP/1.1 500 ")
+    m.held(True)
+    assert m.reply == b""
