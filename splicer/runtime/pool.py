@@ -131,8 +131,10 @@ class IdlePool:
         """Whether one more idle connection is worth keeping, `used` others being in use
         (haproxy srv_add_to_idle_list(): the first one always; more while in use plus idle
         stay within the estimated need)."""
-        self._roll(now, used)
-        return not self._idle or used + 1 + len(self._idle) <= max(used + 1, self.need)
+        if self._period is None or now >= self._period:
+            self._roll(now, used)
+        n = len(self._idle)
+        return not n or used + 1 + n <= self.need  # (need >= used + 1: it counts this one's lease)
 
     def __len__(self) -> int:
         return len(self._idle)

@@ -74,7 +74,7 @@ class HttpSession:
 
     __slots__ = ("fe", "be", "sock", "peer", "_local", "route", "t_server", "_reset", "_closing", "_job",
                  "next_head", "view", "rules_in", "streams", "rewritten", "sess_vars", "_memo_addr", "stream",
-                 "t_accept", "t_idle", "log_peer", "t_local")
+                 "t_accept", "t_idle", "log_peer", "t_local", "cli_gen")
 
     def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
@@ -99,6 +99,7 @@ class HttpSession:
         self.t_local = 0.0                   # when the request being answered here was taken (its log's timers)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
+        self.cli_gen = 0                     # the engine's generation of its socket (Engine.gen), once a relay asks
 
     # what every session of a frontend shares is read from it, not kept per connection
     @property
@@ -172,7 +173,7 @@ class HttpSession:
         cannot take one, a task reads it on the loop."""
         pending, self.next_head = self.next_head, None
         if not first:
-            self.t_idle = self.loop.time()
+            self.t_idle = self.fe.loop.time()
         engine = self.fe.mover.engine
         if self.fe.idle is not None:  # `no option idle-close-on-response`: a soft stop closes it
             self.fe.idle.add(self)

@@ -93,8 +93,8 @@ class Stream(StreamMachine):
         session.stream = self
         self.fe = session.fe
         self.be = be
-        self.loop = session.loop
-        self.t_head = session.loop.time()
+        self.loop = loop = session.fe.loop
+        self.t_head = loop.time()
         self.t_lease = 0.0
         self._rewritten = False   # the frontend's rules changed the method or fields
         if session.view is not None:  # the frontend's rules ran: what they read and left
@@ -356,8 +356,10 @@ class Stream(StreamMachine):
         terms = job.relay
         relay = None
         if terms is not None and mover.engine is not None:
-            sock_c = s.sock
-            relay = heads.relay_fields(terms, sock_c.fileno(), mover.engine.gen(sock_c), s.fe.relay_times)
+            gen = s.cli_gen
+            if not gen:
+                gen = s.cli_gen = mover.engine.gen(s.sock)
+            relay = heads.relay_fields(terms, s.sock.fileno(), gen, s.fe.relay_times)
         if job.whole:
             chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, s.t_server,
                                                      route.bufsize, s.t_server, s.t_server, self._on_exchange, relay)
