@@ -57,9 +57,9 @@ def _record_local(st) -> None:
     ("answer": an http-request rule, a service, a 503 for want of a backend), counted on the
     frontend and the backend whose rules answered (bytes, status, its termination and the
     rule's counter), or a head refused before it was routed ("refused"), counted on the
-    frontend as a request (req_tot; its bytes in were counted as they came) with its status
-    on the default backend too, as haproxy counts what its h1 mux refuses. Each is logged
-    as haproxy logs them (<NOSRV>, <BADREQ>, <STATS>, <PROMEX>)."""
+    frontend only, as haproxy counts what its h1 mux refuses before any backend is chosen
+    (req_tot, the status, ereq; its bytes in were counted as they came). Each is logged as
+    haproxy logs them (<NOSRV>, <BADREQ>, <STATS>, <PROMEX>)."""
     fe = st.fe.counters
     be = st.be.counters if st.be is not None else None
     status, lg = st.status, st.fe.logger
@@ -68,8 +68,6 @@ def _record_local(st) -> None:
         fe.bout += st.head_out
         if status:
             fe.count_status(status)
-            if be is not None:
-                be.count_status(status)
         record_termination(st.term, fe, None, None)
         if lg is not None:
             lg.refused(st.s, st.term, status, st.head_out, st.head_in, st.first)

@@ -429,14 +429,14 @@ class HttpSession:
     def _refuse(self, cause: Cause, status: int, received: int) -> None:
         """Refuse a request head before it is routed (haproxy's h1 mux: 400, 408, 414, 431):
         a stream of its own (StreamMachine.refuse) answers `status` (0: none) and closes;
-        runtime/accounting.py counts it on the frontend (a request, as haproxy counts one its
-        h1 mux refuses: req_tot, the status, ereq from the termination) and logs it
-        (`received`: bytes the client sent)."""
+        runtime/accounting.py counts it on the frontend only (a request, as haproxy counts one
+        its h1 mux refuses: req_tot, the status, ereq from the termination; no backend was
+        chosen) and logs it (`received`: bytes the client sent)."""
         fe = self.fe
         if fe.switching is not None:
             # refused before any rule chose a backend: the frontend's default route answers
             self.be, self.route = fe.backend, fe.route
-        Stream(self, None, b"", fe.backend).begin_refusal(cause, status, received)
+        Stream(self, None, b"", None).begin_refusal(cause, status, received)
 
     def stream_info(self) -> StreamInfo | None:
         """What header-rule samples read about this session (None when no rule needs it)."""

@@ -52,6 +52,7 @@ def counters(sp) -> dict:
 def test_a_connection_that_ends_before_its_head_is_an_incomplete_request(start_splicer, tmp_path, origin):
     sp, path = start(start_splicer, tmp_path, [("o1", origin.port)], frontend=REQUEST_TIMEOUT)
     before = counters(sp)
+    be_before = sp.stats()["backends"]["farm"]
     assert half_closed(sp.port).startswith(b"HTTP/1.1 400 ")
     assert half_closed(sp.port, b"GET /cut HTTP/1.1\r\nHo").startswith(b"HTTP/1.1 400 ")
     got, took = silent(sp.port)
@@ -67,6 +68,10 @@ def test_a_connection_that_ends_before_its_head_is_an_incomplete_request(start_s
     after = counters(sp)
     for name in ("req_tot", "hrsp_4xx", "ereq"):
         assert after[name] - before[name] == (4 if name == "req_tot" else 3), name
+    # refused by the frontend before any backend was chosen: the backend counts none of them
+    # (haproxy's h1 mux counts its refusals on the frontend only)
+    be_after = sp.stats()["backends"]["farm"]
+    assert [be_after[n] - be_before[n] for n in ("req_tot", "hrsp_4xx")] == [1, 0]
 
 
 def test_http_ignore_probes_closes_a_silent_connection_in_silence(start_splicer, tmp_path, origin):
