@@ -134,6 +134,11 @@ def _relay_terms(retry_on: frozenset, splice, head: bool, close: bool, announce:
     return RelayTerms(top, head, splice.threshold(), close, announce) if top >= 200 else None
 
 
+NO_BACKEND = actions.LocalRule("return", 503, default_errorfiles=True)
+"""How a request that no use_backend rule matched, on a frontend without a default_backend,
+is answered: the proxy's 503 page (its `errorfile 503`, else the built-in one). It is not a
+rule's answer: no rule counter, termination "SC"."""
+
 _TERMS: dict = {}
 """_relay_terms() by its arguments: a config has a handful of combinations."""
 _UNKNOWN = object()
@@ -494,25 +499,23 @@ class StreamMachine:
         (haproxy: no use_backend matched and no default_backend; termination "SC").
 
         A deny ends "PR" (counted in dreq), another answer "LR". A tarpit first holds the
-        request `tarpit` seconds (its proxy's `timeout tarpit`), then answers and closes; a
-        client that leaves first gets nothing ("CT"). The client connection goes on when the
+        request `tarpit` seconds (its proxy's `timeout tarpit`), then answers; a client that
+        leaves first gets nothing ("CT"). The client connection goes on, as haproxy 2.6 keeps
+        it after any of these answers (the 503 and a tarpit's 500 included), when the
         request allows it and its body, if any, is announced by a Content-Length of at most
         tune.bufsize bytes without a 100-continue: that body is read and dropped after the
         answer (DRAIN), so it is never read as the next request. A larger or chunked one,
-        or a 100-continue, makes the answer say `Connection: close`. `info` and `pages`:
-        what the answer's formats read (logformat.StreamInfo) and the error pages it uses
-        (`errorfile`).
+        or a 100-continue, makes the answer say `Connection: close`, as does an `errorfile`
+        page (sent as it is). `info` and `pages`: what the answer's formats read
+        (logformat.StreamInfo) and the error pages it uses (`errorfile`).
 
         Returns:
             [Reply], [Hold] or [Serve]; the stream's `local` is "answer".
         """
         self.local = "answer"
         self.phase = PH_REQUEST
-        if rule is None:
-            self.end(Cause.SERVER_ABORT, PH_CONNECT)
-            return self._error_page(503)
-        self.answer = rule
         if isinstance(rule, ServiceRule):  # the stats page, the prometheus exporter
+            self.answer = rule
             self.end(Cause.LOCAL)
             self.state = State.ANSWER
             return [Serve(rule)]
@@ -522,12 +525,17 @@ class StreamMachine:
         keep = req.keep_alive and req.upgrade is None and not self.stopping
         if fr.kind is K_CHUNKED or (drain and req.expect_continue) or drain > self.route.bufsize:
             keep, drain = False, 0  # a body not read here: the session closes in stages
-        tarpitted = rule.action == "tarpit"
-        if tarpitted:
-            keep = False
-            self.end(Cause.PROXY, Phase.TARPIT)
+        tarpitted = False
+        if rule is None:
+            self.end(Cause.SERVER_ABORT, PH_CONNECT)
+            rule = NO_BACKEND
         else:
-            self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL)
+            self.answer = rule
+            tarpitted = rule.action == "tarpit"
+            if tarpitted:
+                self.end(Cause.PROXY, Phase.TARPIT)
+            else:
+                self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL)
         store = self.view.vars if self.view is not None else None
         method = self.raw.lstrip(b"\r\n").partition(b" ")[0]  # the client's, whatever set-method did
         data, self.keep = actions.reply(rule, info, Message(req.method, req.target, 0, None, store), req.headers,

@@ -1,8 +1,9 @@
 """http-request tarpit and timeout tarpit on the real proxy (haproxy 4.2): the request is
-held for the tarpit time without reaching any server, then answered 500 (or its status)
-and the connection closed; timeout connect stands in for an unset timeout tarpit; a client
-that leaves during the hold is freed at once; many holds do not stop the other requests.
-Counted in dreq, logged PT (CT when the client left first)."""
+held for the tarpit time without reaching any server, then answered 500 (or its status);
+the connection goes on when the request allows it, as haproxy 2.6's does, else it closes;
+timeout connect stands in for an unset timeout tarpit; a client that leaves during the hold
+is freed at once; many holds do not stop the other requests. Counted in dreq, logged PT
+(CT when the client left first)."""
 from __future__ import annotations
 
 import socket
@@ -49,7 +50,8 @@ def answer(s: socket.socket, t0: float) -> tuple[bytes, float]:
 
 
 def get(target: bytes) -> bytes:
-    return b"GET %s HTTP/1.1\r\nHost: www.example\r\n\r\n" % target
+    """A request whose client closes after the answer (answer() reads until the close)."""
+    return b"GET %s HTTP/1.1\r\nHost: www.example\r\nConnection: close\r\n\r\n" % target
 
 
 def wait_stats(sp, ok, timeout: float):
@@ -84,6 +86,31 @@ def test_tarpit_holds_then_answers_500_and_closes(start_splicer):
         fe = sp.stats()["frontends"]["www"]
         assert (fe["req_tot"], fe["dreq"], fe["intercepted"], fe["hrsp_5xx"], fe["hrsp_4xx"]) == (2, 2, 0, 1, 1)
         assert fe["terms"] == {"PT": 2}
+    finally:
+        o.close()
+
+
+def test_a_tarpitted_keep_alive_connection_goes_on_after_the_answer(start_splicer):
+    """haproxy 2.6 keeps the connection after a tarpit's 500 (checked side by side with
+    haproxy 2.6.12): the next request on it is served."""
+    sp, port, o = start(start_splicer, """
+    timeout tarpit 300ms
+    http-request tarpit if { path /bot }
+""")
+    try:
+        s, t0 = send(port, b"GET /bot HTTP/1.1\r\nHost: www.example\r\n\r\n")
+        got = b""
+        while len(got) < len(PAGE_500) - len(b"connection: close\r\n"):
+            chunk = s.recv(65536)
+            assert chunk, got
+            got += chunk
+        assert got == PAGE_500.replace(b"connection: close\r\n", b"")
+        assert time.monotonic() - t0 >= 0.3
+        s.sendall(b"GET /ok HTTP/1.1\r\nHost: www.example\r\nConnection: close\r\n\r\n")
+        rest, _ = answer(s, t0)
+        assert rest.startswith(b"HTTP/1.1 200 ") and len(o.requests) == 1
+        fe = sp.stats()["frontends"]["www"]
+        assert (fe["req_tot"], fe["dreq"], fe["hrsp_5xx"], fe["hrsp_2xx"]) == (2, 1, 1, 1)
     finally:
         o.close()
 

@@ -96,6 +96,20 @@ def test_no_matching_rule_and_no_default_backend_is_503(start_splicer, farm):
     assert (fe["req_tot"], fe["hrsp_5xx"], fe["terms"]) == (2, 1, {"--": 1, "SC": 1})
 
 
+def test_the_503_for_want_of_a_backend_keeps_the_connection(start_splicer, farm):
+    """haproxy 2.6 answers its 503 page and keeps the connection (checked side by side with
+    haproxy 2.6.12): the next request on it goes to its backend."""
+    port = free_port()
+    start_splicer(farm_config(port, farm, "    use_backend two if { path_beg /two }\n"), [port])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /elsewhere HTTP/1.1\r\nHost: a\r\n\r\n")
+        head, _ = read_response(s)
+        assert head.startswith(b"HTTP/1.1 503 Service Unavailable\r\n") and b"connection: close" not in head.lower()
+        s.sendall(b"GET /two/x HTTP/1.1\r\nHost: a\r\n\r\n")
+        head, body = read_response(s)
+        assert served_by(head + b"\r\n\r\n") == b"web2"  # (the origin answers it, whatever its status)
+
+
 def test_src_and_ports_route(start_splicer, farm):
     port = free_port()
     start_splicer(farm_config(port, farm, f"""

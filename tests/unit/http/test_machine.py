@@ -1011,14 +1011,25 @@ def test_a_local_answer_closes_when_the_body_is_not_read_or_the_client_closes(ra
     assert m.replied(len(jobs[0].data)) == [Finish(False, False)]
 
 
-def test_a_tarpit_holds_then_answers_and_closes():
+def test_a_tarpit_holds_then_answers_and_the_connection_goes_on():
+    """haproxy 2.6 answers a tarpitted request with its 500 page after the hold and keeps
+    the connection (checked side by side with haproxy 2.6.12)."""
     m = machine(observing=False)
     assert m.answer_locally(request_rule("tarpit"), INFO, {}, 2.5) == [Hold(2.5)]
     assert (m.state, m.phase, str(m.term)) == (State.HOLD, Phase.TARPIT, "PT")
     jobs = m.held(True)
     assert type(jobs[0]) is Reply and jobs[0].status == 500 and m.state == State.ANSWER
-    assert m.replied(len(jobs[0].data)) == [Finish(False, False)]
+    assert b"connection: close" not in jobs[0].data.lower()
+    assert m.replied(len(jobs[0].data)) == [Finish(True, False)]
     assert (m.status, m.answer.counter) == (500, "dreq")
+
+
+def test_a_tarpitted_post_has_its_small_body_dropped_after_the_answer():
+    m = machine(b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n", observing=False)
+    m.answer_locally(request_rule("tarpit"), INFO, {}, 1.0)
+    (job,) = m.held(True)
+    assert m.replied(len(job.data)) == [Discard(3)]
+    assert m.discarded(3) == [Finish(True, False)]
 
 
 def test_a_tarpitted_client_that_leaves_gets_nothing():
@@ -1028,11 +1039,23 @@ def test_a_tarpitted_client_that_leaves_gets_nothing():
     assert (m.status, m.head_out, str(m.term)) == (0, 0, "CT")
 
 
-def test_no_backend_is_a_503_page_by_the_frontend():
+def test_no_backend_is_a_503_page_and_the_connection_goes_on():
+    """haproxy 2.6: the built-in 503 page, no rule counter, "SC", and the connection kept
+    (checked side by side with haproxy 2.6.12)."""
     m = machine(observing=False)
-    assert m.answer_locally(None, INFO, {}, 0.0) == [Reply(None, 503)]
-    assert (m.status, str(m.term), m.answer, m.keep) == (503, "SC", None, False)
-    assert m.replied(100) == [Finish(False, False)]
+    (job,) = m.answer_locally(None, INFO, {}, 0.0)
+    assert job.status == 503 and job.data.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert b"connection: close" not in job.data.lower()
+    assert (m.status, str(m.term), m.answer, m.keep) == (503, "SC", None, True)
+    assert m.replied(len(job.data)) == [Finish(True, False)]
+
+
+def test_no_backend_with_an_errorfile_sends_it_as_it_is_and_closes():
+    page = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
+    m = machine(observing=False)
+    (job,) = m.answer_locally(None, INFO, {503: page}, 0.0)
+    assert job.data == page and m.keep is False
+    assert m.replied(len(page)) == [Finish(False, False)]
 
 
 def service_rule():
