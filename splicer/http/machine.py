@@ -534,6 +534,8 @@ class StreamMachine:
             tarpitted = rule.action == "tarpit"
             if tarpitted:
                 self.end(Cause.PROXY, Phase.TARPIT)
+                if drain:  # the hold reads and drops what comes, the body with it: its end is
+                    keep, drain = False, 0  # not known, so the connection cannot go on
             else:
                 self.end(Cause.PROXY if rule.action == "deny" else Cause.LOCAL)
         store = self.view.vars if self.view is not None else None
