@@ -505,8 +505,9 @@ class StreamMachine:
         request allows it and its body, if any, is announced by a Content-Length of at most
         tune.bufsize bytes without a 100-continue: that body is read and dropped after the
         answer (DRAIN), so it is never read as the next request. A larger or chunked one,
-        or a 100-continue, makes the answer say `Connection: close`, as does an `errorfile`
-        page (sent as it is). `info` and `pages`: what the answer's formats read
+        or a 100-continue, makes the answer say `Connection: close`, as do an `errorfile`
+        page (sent as it is) and a tarpitted request with any body (the hold drops what
+        comes, so where the body ended is not known). `info` and `pages`: what the answer's formats read
         (logformat.StreamInfo) and the error pages it uses (`errorfile`).
 
         Returns:
