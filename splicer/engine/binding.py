@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno as _errno
 import os
 import struct
+from socket import AF_INET, inet_ntoa as _ntoa
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -534,3 +535,34 @@ def send_lines(fd: int, data: bytes, maxlen: int = 0, skip_refused: bool = False
     if rc != 0:
         _raise(rc, "spl_send_lines")
     return out.sent, out.lost, out.err
+
+
+ACCEPT_MAX = 64
+"""Most connections accept() takes per call."""
+
+_accepted = ffi.new("struct spl_accepted[]", ACCEPT_MAX)  # (one per process, as _lines)
+
+
+def accept(lfd: int, max_conns: int, nodelay: bool) -> list[tuple[int, int]]:
+    """Take up to `max_conns` (at most ACCEPT_MAX) connections waiting on the non-blocking
+    listening socket `lfd`, each non-blocking and close-on-exec already, with TCP_NODELAY
+    set on TCP ones when `nodelay` (accept4(2) in a loop: native/src/accept.c).
+
+    Returns a list of (fd, peer): the caller owns each fd; `peer` is an IPv4 peer's address
+    and port packed as one int, ``address << 16 | port`` (see unpack_peer()), or -1 for
+    another family (ask getpeername(2)). An empty list: none waits.
+
+    Raises:
+        OSError: the first accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM, ...), errno set;
+            a failure after some were taken ends the list and comes again on the next call.
+    """
+    out = _accepted
+    n = lib.spl_accept(lfd, out, min(max_conns, ACCEPT_MAX), lib.SPL_ACCEPT_NODELAY if nodelay else 0)
+    if n < 0:
+        raise OSError(-n, os.strerror(-n))
+    return [(a.fd, a.addr << 16 | a.port if a.family == AF_INET else -1) for a in (out[i] for i in range(n))]
+
+
+def unpack_peer(peer: int) -> tuple[str, int]:
+    """(address, port) of a peer packed by accept(): dotted IPv4 text and the port."""
+    return _ntoa((peer >> 16).to_bytes(4, "big")), peer & 0xFFFF

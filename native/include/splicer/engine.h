@@ -141,6 +141,29 @@ struct spl_lines {
 int spl_send_lines(int fd, const char *buf, size_t len, uint32_t maxlen, uint32_t flags,
 		   struct spl_lines *out);
 
+/* ---- accepting connections (accept.c) --------------------------------------------------- */
+
+/* spl_accept() flags. */
+enum spl_accept_flag {
+	SPL_ACCEPT_NODELAY = 1, /* set TCP_NODELAY on each TCP connection accepted */
+};
+
+/* One connection spl_accept() took. */
+struct spl_accepted {
+	int32_t fd;      /* the connection, non-blocking and close-on-exec; the caller owns it */
+	uint16_t family; /* the peer's address family (AF_INET, AF_INET6, AF_UNIX) */
+	uint16_t port;   /* AF_INET: the peer's port (host order); otherwise 0 */
+	uint32_t addr;   /* AF_INET: the peer's IPv4 address (host order); otherwise 0 */
+};
+
+/* Accepts up to max connections waiting on the non-blocking listening socket lfd into
+ * out[0..max) (accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC; flags: enum spl_accept_flag).
+ * EINTR is retried and ECONNABORTED (a connection reset while it waited) skipped. Returns
+ * how many were accepted (0: none waits), or -errno when the first accept failed (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM, ...); a failure after some were taken ends the batch and comes
+ * again on the next call. -EINVAL for lfd < 0 or out NULL with max > 0. */
+int spl_accept(int lfd, struct spl_accepted *out, uint32_t max, uint32_t flags);
+
 /* ---- the engine ------------------------------------------------------------------------ */
 
 /* Job flags (struct spl_job.flags). */
