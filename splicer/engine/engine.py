@@ -13,6 +13,7 @@ letting go.
 """
 from __future__ import annotations
 
+import array
 import asyncio
 import errno
 import logging
@@ -213,7 +214,10 @@ class Engine:
         self._out_low = self._out_trimmed = nbufs
         self._trim: asyncio.TimerHandle | None = None
         self._outs: dict[int, int] = {}  # out buffer of each job in flight that has one
-        self._gens: dict[int, tuple[object, int]] = {}  # fd -> (socket, generation), gen()
+        # gen(): by fd number, the socket object last named with it and its generation (a
+        # list and an array of C integers: no tuple, dict entry or int object per connection)
+        self._gen_socks: list[object] = []
+        self._gen_vals = array.array("I")
         self.chained: tuple[int, asyncio.Future] | None = None  # the last submit()'s chained job
         self._gen_next = 0
         self._futs: dict[int, asyncio.Future] = {}
@@ -424,8 +428,9 @@ class Engine:
         if done is not None:
             self._cbs[job_id] = done
             if chained:
-                self._cbs[job_id + 1] = _UNCLAIMED
-                self.chained = (job_id + 1, None)
+                nid = job_id + 1  # one int object for the key and the id the caller keeps
+                self._cbs[nid] = _UNCLAIMED
+                self.chained = (nid, None)
             return job_id, None
         fut = self.loop.create_future()
         self._futs[job_id] = fut
@@ -463,12 +468,26 @@ class Engine:
         (the earlier one was closed). Kept by fd number, with the socket object itself, so
         identity, not a reused address, decides."""
         fd = sock.fileno()
-        g = self._gens.get(fd)
-        if g is not None and g[0] is sock:
-            return g[1]
-        self._gen_next = self._gen_next % 0xFFFFFFFF + 1  # never 0: that means "this job only"
-        self._gens[fd] = (sock, self._gen_next)
-        return self._gen_next
+        if fd < 0:
+            return 0  # closed: a job on it fails at once (EBADF), no registration to keep
+        socks = self._gen_socks
+        if fd < len(socks):
+            if socks[fd] is sock:
+                return self._gen_vals[fd]
+        else:
+            grow = fd + 1 - len(socks) + 64
+            socks.extend([None] * grow)
+            self._gen_vals.extend([0] * grow)
+        self._gen_next = g = self._gen_next % 0xFFFFFFFF + 1  # never 0: that means "this job only"
+        socks[fd] = sock
+        self._gen_vals[fd] = g
+        return g
+
+    def _gen_of(self, sock) -> int:
+        """The generation gen() gave `sock`, 0 when it gave it none (or its fd number now
+        names another socket object)."""
+        fd = sock.fileno()
+        return self._gen_vals[fd] if 0 <= fd < len(self._gen_socks) and self._gen_socks[fd] is sock else 0
 
     def relaying(self, job_id: int) -> bool:
         """True when the JOB_RELAY job `job_id` is sending its response on by itself now
@@ -480,9 +499,8 @@ class Engine:
         holds nothing to read (no byte, no end of stream) since a read found it empty: its
         readiness cache, read without a syscall. False when it does not know (a socket no job
         has used, or one an event came for since): look with a peek instead."""
-        fd = sock.fileno()
-        g = self._gens.get(fd)
-        return g is not None and g[0] is sock and self._h.fd_quiet(fd, g[1])
+        g = self._gen_of(sock)
+        return g != 0 and self._h.fd_quiet(sock.fileno(), g)
 
     async def wait(self, job_id: int, fut: asyncio.Future) -> Completion:
         """The Completion of a job from submit().

@@ -133,13 +133,8 @@ def stream_record(st, logger, now: float) -> LogRecord:
         fi, fp = s.local_ip, s.local_port
     else:
         fi, fp = "", 0
-    peer = s.peer
-    if type(peer) is tuple:
-        ci, cp = peer[0], peer[1]
-    else:
-        ci, cp = "unknown", 0
     return _new(LogRecord, (
-        ci, cp, fi, fp, s.t_accept + off, start + off,
+        s.client_ip, s.client_port, fi, fp, s.t_accept + off, start + off,
         0, Ti, TR, Tw, Tc, Tr, Ta, Ti + Ta,
         fe.name, be.name, srv.model.name if srv is not None else NOSRV,
         st.status or -1, st.head_out + down.moved, st.head_in + up.moved,
@@ -198,8 +193,7 @@ def httplog_fields(st, logger, now: float) -> tuple:
     logger.count += 1
     peer = s.log_peer
     if peer is None:
-        peer = s.peer
-        peer = s.log_peer = f"{peer[0]}:{peer[1]}" if type(peer) is tuple else "unknown:0"
+        peer = s.log_peer = f"{s.client_ip}:{s.client_port}"
     if srv is not None:
         names = logger.names.get(srv)
         if names is None:

@@ -15,8 +15,10 @@ from splicer.log.collect import NOSRV
 def record_stream(st) -> None:
     """Add the stream `st` (runtime/stream.py Stream) to the counters of its frontend,
     backend and server: bytes, statuses and its termination state, and log it."""
-    if st.s.stream is st:
-        st.s.stream = None  # over: `show sess` no longer shows it, an idle session holds none
+    s = st.s
+    if s.stream is st:
+        s.stream = None  # over: `show sess` no longer shows it, an idle session holds none
+        s.fe.proxy.busy.discard(s)
     if st.local is not None:
         return _record_local(st)
     if st.handed is not None and not st.status and st.term.cause is Cause.KILLED:

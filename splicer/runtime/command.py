@@ -77,7 +77,7 @@ def _session_lines(proxy) -> str:
     two requests has none, as in haproxy); its age is its session's."""
     now = proxy.loop.time()
     lines = []
-    for s in list(proxy.sessions):
+    for s in list(proxy.busy):
         stream = s.stream
         if stream is None:
             continue

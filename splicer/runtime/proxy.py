@@ -25,7 +25,7 @@ from splicer import __version__
 from splicer.admin.errors import CAPTURES, ErrorCapture, plain_reason
 
 from splicer.config.model import Backend as BackendModel, Config, Frontend
-from splicer.engine.binding import PipePool
+from splicer.engine.binding import PipePool, accept as accept_batch, unpack_peer
 from splicer.engine.engine import Engine
 from splicer.runtime.probes import ServerHealth
 from splicer.runtime import command, control, io, status
@@ -51,6 +51,10 @@ log = logging.getLogger("splicer")
 
 ACCEPT_BATCH = 64
 """Connections accepted per readiness event of a listener."""
+
+_NONBLOCKING_STREAM = socket.SOCK_STREAM | socket.SOCK_NONBLOCK
+"""The type an accepted socket object is made with: its timeout is 0 (non-blocking, as
+accept() made the fd) without a system call."""
 
 DEFAULT_PIPESIZE = 1 << 20
 """Bytes per pipe when `tune.pipesize` is not set (haproxy keeps the kernel's 64 KiB):
@@ -154,31 +158,42 @@ class FrontendRT:
         return self.active >= self.maxconn or self.proxy.active >= self.proxy.maxconn
 
     def _accept(self, lsock: socket.socket) -> None:
-        for _ in range(ACCEPT_BATCH):
-            if self._full():
-                self.proxy.pause_full()
-                return
-            try:
-                sock, peer = lsock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # EMFILE and friends: log and wait for the next event
-                log.error("frontend %s: accept failed: %s", self.name, exc)
-                return
-            sock.setblocking(False)
-            if sock.family != socket.AF_UNIX:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.active += 1
-            if self.active > self.smax:
-                self.smax = self.active
-            self.proxy.active += 1
-            self.counters.stot += 1
+        """A listener is readable: take what waits, up to ACCEPT_BATCH connections and as
+        many as maxconn (the frontend's and the global one) leaves room for (engine/binding
+        accept(): non-blocking, close-on-exec and TCP_NODELAY from the start)."""
+        room = min(ACCEPT_BATCH, self.maxconn - self.active, self.proxy.maxconn - self.proxy.active)
+        if room <= 0:
+            self.proxy.pause_full()
+            return
+        family = lsock.family
+        try:
+            taken = accept_batch(lsock.fileno(), room, family != socket.AF_UNIX)
+        except OSError as exc:  # EMFILE and friends: log and wait for the next event
+            log.error("frontend %s: accept failed: %s", self.name, exc)
+            return
+        if not taken:
+            return
+        n = len(taken)
+        self.active += n
+        if self.active > self.smax:
+            self.smax = self.active
+        self.proxy.active += n
+        self.counters.stot += n
+        for fd, peer in taken:
+            sock = socket.socket(family, _NONBLOCKING_STREAM, 0, fd)
+            if peer < 0:  # not IPv4: the address object the socket module makes
+                try:
+                    peer = sock.getpeername()
+                except OSError:
+                    peer = ""  # reset already: the session's first read fails
             if self.http:
                 HttpSession(self, sock, peer).start()  # it calls session_ended() at its end
                 continue
-            task = self.loop.create_task(self._session(sock, peer))
+            task = self.loop.create_task(self._session(sock, unpack_peer(peer) if type(peer) is int else peer))
             self.proxy.tasks.add(task)
             task.add_done_callback(self.proxy.tasks.discard)
+        if self._full():
+            self.proxy.pause_full()
 
     def session_ended(self) -> None:
         """A client connection of this frontend was closed: count it out, accept again."""
@@ -268,7 +283,8 @@ class Proxy:
             first), applied after the server-state-file (runtime/command.py).
 
     Attributes:
-        sessions: the http sessions open now (`show sess`).
+        busy: the http sessions with a stream in flight now (`show sess`; an idle keep-alive
+            connection is not in it).
         errors: the last refused request heads (admin.errors.ErrorCapture; `show errors`).
     """
 
@@ -309,7 +325,9 @@ class Proxy:
                           for f in config.frontends]
         self.rates = status.RateSampler(self)  # rate/rate_max columns, sampled each second
         self._stopped = asyncio.Event()
-        self.sessions: set = set()
+        # the http sessions with a stream in flight (`show sess`, a hard stop's wait): an
+        # idle keep-alive connection is in no set (memory per connection)
+        self.busy: set = set()
         self.errors: deque = deque(maxlen=CAPTURES)
         self.error_events = 0
         self.started = time.time()
@@ -449,7 +467,7 @@ class Proxy:
         if not n:
             return
         deadline = self.loop.time() + KILL_GRACE
-        while self.loop.time() < deadline and any(s.stream is not None for s in self.sessions):
+        while self.loop.time() < deadline and self.busy:
             await asyncio.sleep(0.01)
 
     async def serve(self) -> None:

@@ -31,6 +31,7 @@ import asyncio
 import logging
 import socket
 import struct
+from socket import inet_ntoa as _ntoa
 
 from splicer.http import actions
 from splicer.http.errorpages import error_response
@@ -40,6 +41,7 @@ from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView, request_view_of
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause
+from splicer.engine.binding import unpack_peer
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
 from splicer.runtime.route import Decision
@@ -59,6 +61,13 @@ HANDED = "handed"
 """What a session's task returns when it handed the connection to a Stream, which goes on
 with it (Stream.begin(); the stream's end calls stream_over())."""
 
+IP_TEXT_MAX = 4096
+"""Client IPv4 addresses whose text form client_ip keeps (per worker; all forgotten when
+full): each request of a keep-alive connection asks for its client's address (X-Forwarded-For,
+the log), and the session keeps it packed in one int."""
+
+_IP_TEXT: dict[int, str] = {}
+
 _SINK = bytearray(16384)
 """Where every tarpit hold drops what its client sends (one event loop per process)."""
 
@@ -69,21 +78,22 @@ class HttpSession:
     Args:
         fe: the frontend it arrived on (config, backend, counters, mover).
         sock: the accepted non-blocking client socket; the session closes it.
-        peer: the client's address tuple.
+        peer: the client's address: an IPv4 one packed as one int (engine/binding accept():
+            address << 16 | port), else the address object of the socket module (a tuple;
+            a unix socket's is a string).
     """
 
-    __slots__ = ("fe", "be", "sock", "peer", "_local", "route", "t_server", "_reset", "_closing", "_job",
+    __slots__ = ("fe", "be", "sock", "_peer", "_local", "route", "_reset", "_closing", "_job",
                  "next_head", "view", "rules_in", "streams", "rewritten", "sess_vars", "_memo_addr", "stream",
-                 "t_accept", "t_idle", "log_peer", "t_local", "cli_gen")
+                 "t_accept", "t_idle", "log_peer", "t_local")
 
     def __init__(self, fe, sock: socket.socket, peer) -> None:
         self.fe = fe
         self.be = fe.backend
         self.sock = sock
-        self.peer = peer
+        self._peer = peer  # packed: one int, not a tuple, a string and an int per connection
         self._local = None  # (address, port) of our end, looked up when first needed
         self.route = route = fe.route
-        self.t_server = route.t_server
         self._reset = False         # the client connection is to end with a reset
         self._closing = False
         self._job = None            # the id of the engine job reading the next head (its callback: the session)
@@ -99,7 +109,6 @@ class HttpSession:
         self.t_local = 0.0                   # when the request being answered here was taken (its log's timers)
         self.stream = None                   # its Stream in flight (`show sess`), None between
         self.t_accept = self.t_idle = fe.loop.time()  # the access log's clock: accept, end of the last response
-        self.cli_gen = 0                     # the engine's generation of its socket (Engine.gen), once a relay asks
 
     # what every session of a frontend shares is read from it, not kept per connection
     @property
@@ -133,13 +142,32 @@ class HttpSession:
         return Side(self.sock, self.t_client)
 
     @property
+    def peer(self):
+        """The client's address as the socket module gives it: (address, port, ...) for
+        TCP, a string for a unix socket."""
+        p = self._peer
+        return unpack_peer(p) if type(p) is int else p
+
+    @property
     def client_ip(self) -> str:
         """The client's address ("unknown" on a unix socket)."""
-        return self.peer[0] if isinstance(self.peer, tuple) else "unknown"
+        p = self._peer
+        if type(p) is int:
+            ip = p >> 16
+            text = _IP_TEXT.get(ip)
+            if text is None:
+                if len(_IP_TEXT) >= IP_TEXT_MAX:
+                    _IP_TEXT.clear()
+                text = _IP_TEXT[ip] = _ntoa(ip.to_bytes(4, "big"))
+            return text
+        return p[0] if type(p) is tuple else "unknown"
 
     @property
     def client_port(self) -> int:
-        return self.peer[1] if isinstance(self.peer, tuple) else 0
+        p = self._peer
+        if type(p) is int:
+            return p & 0xFFFF
+        return p[1] if type(p) is tuple else 0
 
     def _our_end(self) -> tuple:
         if self._local is None:
@@ -164,7 +192,6 @@ class HttpSession:
     def start(self) -> None:
         """Serve the connection: wait for its first request head (an engine job whose
         completion calls back). The session owns the socket from now on and closes it."""
-        self.fe.proxy.sessions.add(self)
         self._wait_head(True)
 
     def _wait_head(self, first: bool) -> None:
@@ -359,7 +386,8 @@ class HttpSession:
             self._closed(None)
 
     def _closed(self, _c) -> None:
-        self.fe.proxy.sessions.discard(self)
+        if self.stream is not None:  # (a stream cancelled at a hard stop: never recorded)
+            self.fe.proxy.busy.discard(self)
         io.forget(self.sock)
         self.sock.close()
         self.fe.session_ended()
@@ -510,7 +538,7 @@ class HttpSession:
             hit = memo.get(key)
             if hit is not None:
                 d, self.be, route = hit
-                self.route, self.t_server = route, route.t_server
+                self.route = route
                 self.rules_in = ()
                 self.rewritten = False
                 # what reads a view later: a local answer's formats, the response rules
@@ -531,7 +559,7 @@ class HttpSession:
             self.be, route = fe.routes[d.backend]
         else:
             self.be, route = fe.backend, fe.route
-        self.route, self.t_server = route, route.t_server
+        self.route = route
         self.rules_in = ()  # the header rules ran in choose(), in order with the others
         if memo is not None and not self.rewritten and view.target is req.target:
             memo.put(key, len(raw), (d, self.be, route))

@@ -91,6 +91,7 @@ class Stream(StreamMachine):
         session.streams += 1
         self.s = session
         session.stream = self
+        session.fe.proxy.busy.add(session)  # `show sess` lists it
         self.fe = session.fe
         self.be = be
         self.loop = loop = session.fe.loop
@@ -356,20 +357,20 @@ class Stream(StreamMachine):
         terms = job.relay
         relay = None
         if terms is not None and mover.engine is not None:
-            gen = s.cli_gen
-            if not gen:
-                gen = s.cli_gen = mover.engine.gen(s.sock)
-            relay = heads.relay_fields(terms, s.sock.fileno(), gen, s.fe.relay_times)
+            cli = s.sock
+            relay = heads.relay_fields(terms, cli.fileno(), mover.engine.gen(cli), s.fe.relay_times)
         if job.whole:
-            chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, s.t_server,
-                                                     route.bufsize, s.t_server, s.t_server, self._on_exchange, relay)
+            t = route.t_server
+            chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, t,
+                                                     route.bufsize, t, t, self._on_exchange, relay)
             if chained is not None:
                 self._chained = chained
                 return
             self.whole, self.body, stream = 0, 1, True  # the loop moves it
         elif not stream:
-            chained = heads.submit_send_then_read_head(mover, sock, job.head, s.t_server, route.bufsize, s.t_server,
-                                                       s.t_server, self._on_exchange, relay)
+            t = route.t_server
+            chained = heads.submit_send_then_read_head(mover, sock, job.head, t, route.bufsize, t, t,
+                                                       self._on_exchange, relay)
             if chained is not None:
                 self._chained = chained
                 return
@@ -426,21 +427,21 @@ class Stream(StreamMachine):
                   result_of(c, not c.spliced) if ok else None, killed)
 
     async def _send_on_loop(self, head: bytes, stream: bool) -> None:
-        s = self.s
         try:
-            await io.send_all(self.loop, self._lent.sock, head, s.t_server)
+            await io.send_all(self.loop, self._lent.sock, head, self.route.t_server)
         except (OSError, TimeoutError):
             self.step(Ev.SEND_FAILED)
             return
         if stream:
-            task = self._body_task = self.loop.create_task(self._request_body(Side(self._lent.sock, s.t_server)))
+            srv = Side(self._lent.sock, self.route.t_server)
+            task = self._body_task = self.loop.create_task(self._request_body(srv))
             self.fe.proxy.tasks.add(task)
             task.add_done_callback(self.fe.proxy.tasks.discard)
         await self._read_head()
 
     async def _read_head(self) -> None:
         """Read a response head on the loop (or with an awaited engine job) and feed it."""
-        loop, s, lease = self.loop, self.s, self._lent
+        loop, lease = self.loop, self._lent
         body = self._body_task
         if body is not None and not body.done():
             # `timeout server` runs from the end of the request body: a long upload is not
@@ -452,7 +453,8 @@ class Stream(StreamMachine):
                 await end_task(readable)
         failure = None
         try:
-            head = await heads.read_head(self.fe.mover, lease.sock, self.route.bufsize, s.t_server, s.t_server)
+            route = self.route
+            head = await heads.read_head(self.fe.mover, lease.sock, route.bufsize, route.t_server, route.t_server)
         except TimeoutError:
             head, failure = b"", "timeout"
         except io.HeadTooLarge:
@@ -499,8 +501,9 @@ class Stream(StreamMachine):
         s = self.s
         if not job.dechunk:
             nxt = (s.t_keepalive, s.t_request, self.route.bufsize) if job.then_head else None
-            chained = heads.submit_send_with_body(self.fe.mover, Side(self._lent.sock, s.t_server), s.cli, job.head,
-                                                  job.count, job.chunked, job.splice, nxt, self._response_sent)
+            srv = Side(self._lent.sock, self.route.t_server)
+            chained = heads.submit_send_with_body(self.fe.mover, srv, s.cli, job.head, job.count, job.chunked,
+                                                  job.splice, nxt, self._response_sent)
             if chained is not None:
                 self._chained = chained
                 self._responding = job
@@ -531,7 +534,7 @@ class Stream(StreamMachine):
     async def _respond_on_loop(self, job: Respond) -> None:
         """Send the response head and move its body on the loop (when the engine cannot take
         the job, or the body is de-chunked or a copied chunked one)."""
-        loop, s, srv = self.loop, self.s, Side(self._lent.sock, self.s.t_server)
+        loop, s, srv = self.loop, self.s, Side(self._lent.sock, self.route.t_server)
         fr = self.resp.framing
         policy = self.route.splice_response
         head = job.head

@@ -8,6 +8,7 @@ byte or an end of stream waits in it unseen. Real loopback TCP pairs; every wait
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
 from splicer.engine.binding import JOB_COPY, JOB_THEN_HEAD
@@ -46,6 +47,30 @@ def test_socket_no_job_used_is_never_quiet(net):
             assert not e.quiet(src)
             e.gen(src)  # a generation alone registers nothing
             assert not e.quiet(src)
+    run(main())
+
+
+def test_generations_follow_socket_objects_not_fd_numbers():
+    """Engine.gen(): one generation per socket object, kept while it is used; a new socket
+    under a reused fd number gets a new one (the engine then registers it anew); a closed
+    socket names none (0: "this job only")."""
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            a, b = socket.socketpair()
+            g = e.gen(a)
+            assert g != 0 and e.gen(a) == g and e.gen(b) not in (0, g)
+            fd = a.fileno()
+            a.close()
+            assert e.gen(a) == 0
+            c = socket.socket(fileno=os.dup2(b.fileno(), fd))  # the same fd number, another socket
+            try:
+                assert c.fileno() == fd and e.gen(c) not in (0, g) and e.gen(c) == e.gen(c)
+                high = socket.socket(fileno=os.dup2(b.fileno(), 900))  # past the table's end: it grows
+                assert e.gen(high) not in (0, e.gen(c)) and e.gen(c) != g
+                high.close()
+            finally:
+                c.close()
+                b.close()
     run(main())
 
 

@@ -37,7 +37,9 @@ def logger():
 
 
 def session(peer=("127.0.0.1", 40001), local_ip="127.0.0.1", local_port=80):
-    return NS(t_accept=100.0, t_idle=100.5, peer=peer, local_ip=local_ip, local_port=local_port, log_peer=None)
+    ip, port = (peer[0], peer[1]) if type(peer) is tuple else ("unknown", 0)  # as HttpSession's
+    return NS(t_accept=100.0, t_idle=100.5, peer=peer, client_ip=ip, client_port=port, local_ip=local_ip,
+              local_port=local_port, log_peer=None)
 
 
 def stream(**kw):
