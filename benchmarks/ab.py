@@ -7,8 +7,9 @@
 
 Both splicers run the same configuration (templates/splicer.cfg) on CPU 1 in front of the same
 nginx origin on CPU 0, as run.py's, and wrk (CPU 0) loads one at a time, the two alternated in
-every round (order swapped each round) on three loads: `repeated` (wrk's one head, 1 KiB
-GETs), `browser-unique` and `api-post-unique` (run.py's (f) and (g): every head unique). The
+every round (order swapped each round) on four loads: `repeated` (wrk's one head, 1 KiB
+GETs), `browser-unique` and `api-post-unique` (run.py's (f) and (g): every head unique), and
+`new-conn` (1 KiB GETs, a new connection per request: run.py's (d)). The
 figure is the worker's CPU time (utime + stime of the process tree, /proc) per request, the
 median of the rounds, and cur / base. Running the other checkout needs only its built engine:
 its `splicer` is imported through PYTHONPATH. Uses 127.0.0.1 ports 19301-19302 (origin) and
@@ -31,7 +32,9 @@ sys.path.insert(0, str(HERE))
 import run  # noqa: E402  (run.py's origin, splicer and process helpers)
 
 LOADS = {"repeated": ("/1k.bin", None), "browser-unique": ("/1k.bin", "wrk/browser_unique.lua"),
-         "api-post-unique": ("/upload", "wrk/api_post_unique.lua")}
+         "api-post-unique": ("/upload", "wrk/api_post_unique.lua"), "new-conn": ("/1k.bin", "close")}
+"""load -> (path, wrk script); "close": no script, a `Connection: close` header (a new
+connection per request, as run.py's 1k-close-c50)."""
 ORIGIN = (19301, 19302)
 PORTS = {"base": 19381, "cur": 19382}
 
@@ -68,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
                     svc = svcs[name]
                     t0 = svc.ticks()
                     cmd = ["taskset", "-c", str(run.CPU_CLIENT), "wrk", "-t1", "-c50", f"-d{args.duration}s"]
-                    if script:
+                    if script == "close":
+                        cmd += ["-H", "Connection: close"]
+                    elif script:
                         cmd += ["-s", str(HERE / script)]
                     out = subprocess.run(cmd + [f"http://127.0.0.1:{PORTS[name]}{path}"], capture_output=True,
                                          text=True, check=False).stdout
