@@ -135,6 +135,10 @@ struct spl_slot {
 	uint32_t relayed;      /* RELAY: bytes of the response head as forwarded (0: not relayed) */
 	uint32_t rflags;       /* RELAY: enum spl_relay_flag of the completion */
 	uint64_t rhead_ms;     /* RELAY: when the response head was in */
+	uint64_t rbody;        /* RELAY, planned: the response body's bytes (spl_relay_plan) */
+	uint32_t rextra;       /* RELAY, planned: of them, bytes read with the head (behind it in hbuf) */
+	uint8_t planned;       /* RELAY: 0 = not looked at, 1 = relayed (spl_relay_plan took the
+	                        * pipe and the client socket), 2 = declined: the caller gets the head */
 };
 
 struct spl_engine {
@@ -900,16 +904,18 @@ static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
 
 	if (!s->prefetched) {
 		s->prefetched = 1;
-		s->out_total = s->job.out_len;
+		/* s->pre: body bytes the out buffer holds behind the head already (a relay's,
+		 * read with the response head), 0 otherwise */
+		s->out_total = s->job.out_len + s->pre;
 		if ((s->job.flags & SPL_JOB_COPY) && dir->left != UINT64_MAX && dir->left > 0 &&
-		    dir->left <= e->cfg.bufsize - s->job.out_len && !spl_is_quiet(e, dir->src)) {
+		    dir->left <= e->cfg.bufsize - s->out_total && !spl_is_quiet(e, dir->src)) {
 			do
-				n = recv(dir->src, buf + s->job.out_len, (size_t)dir->left, MSG_DONTWAIT);
+				n = recv(dir->src, buf + s->out_total, (size_t)dir->left, MSG_DONTWAIT);
 			while (n == -1 && errno == EINTR);
 			spl_saw_read(e, dir->src, (size_t)dir->left, n, 0);
 			/* nothing yet (EAGAIN), an end or an error: the body phase meets it again */
 			if (n > 0) {
-				s->pre = (uint32_t)n;
+				s->pre += (uint32_t)n;
 				s->out_total += (uint32_t)n;
 				dir->left -= (uint64_t)n;
 			}
@@ -922,10 +928,15 @@ static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
 	return 1;
 }
 
+static int spl_relay_plan(struct spl_engine *e, struct spl_slot *s, const char *buf, uint32_t len);
+
 /* HEAD phase: reads one head from head_fd into a head buffer, exactly: a peek finds its end
  * and only that much is read, so a body or a pipelined request behind it stays in the socket.
  * An incomplete head's bytes are read (they all belong to the head), so the socket does not
- * stay readable. Returns 1 when the head is complete, 0 when it waits or ended the job. */
+ * stay readable. One exception: a response head the engine relays (SPL_JOB_RELAY, decided
+ * on the peeked head) is read with the body bytes the peek saw behind it, which the relay
+ * sends on with it (rextra). Returns 1 when the head is complete, 0 when it waits or ended
+ * the job. */
 static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 {
 	int fd = s->job.head_fd;
@@ -933,7 +944,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 	uint32_t side = fd == s->job.src_fd ? SPL_SIDE_SRC : SPL_SIDE_DST;
 	ssize_t n, got, end;
 	char *buf;
-	size_t k;
+	size_t k, extra;
 
 	for (;;) {
 		if (spl_is_quiet(e, fd)) { /* found empty, no read event since: wait for one */
@@ -997,8 +1008,21 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		}
 		end = spl_head_end(buf, s->hgot + (size_t)n, s->hgot > 3 ? s->hgot - 3 : 0);
 		k = end >= 0 ? (size_t)end - s->hgot : (size_t)n;
-		if (end >= 0) /* what the peek saw behind the head (a body, a pipelined request) */
+		extra = 0;
+		if (end >= 0) { /* what the peek saw behind the head (a body, a pipelined request) */
 			s->hmore = (uint32_t)(s->hgot + (size_t)n - (size_t)end);
+			/* a response the engine relays: the body bytes the peek saw are read with
+			 * the head, in one recv, once nothing can make the relay fail (spl_relay_plan) */
+			if (s->hmore > 0 && (s->job.flags & SPL_JOB_RELAY) && fd == s->job.dst_fd &&
+			    s->planned == 0 && spl_relay_plan(e, s, buf, (uint32_t)end)) {
+				extra = s->hmore;
+				if (extra > s->rbody)
+					extra = (size_t)s->rbody;
+				if (extra > e->cfg.bufsize - s->relayed) /* room behind the client's head */
+					extra = e->cfg.bufsize - s->relayed;
+				k += extra;
+			}
+		}
 		if (end < 0 && s->hgot + (size_t)n > limit) {
 			s->hinfo = memchr(buf, '\n', s->hgot + (size_t)n) == NULL;
 			spl_finish(e, s, SPL_END_TOO_LARGE, -EMSGSIZE, side);
@@ -1011,10 +1035,14 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		if (got != (ssize_t)k) { /* the peek saw these bytes: only a failing socket loses them */
 			if (got > 0)
 				s->hgot += (uint32_t)got;
+			if (end >= 0 && s->hgot > (uint32_t)end)
+				s->hgot = (uint32_t)end; /* the head alone goes with the completion */
 			spl_finish(e, s, SPL_END_ERROR, got == -1 ? -errno : -EIO, side);
 			return 0;
 		}
-		s->hgot += (uint32_t)got;
+		s->hgot += (uint32_t)(got - (ssize_t)extra); /* the body bytes lie behind it in buf */
+		s->rextra = (uint32_t)extra;
+		s->hmore -= (uint32_t)extra;
 		if (end >= 0)
 			return 1;
 	}
@@ -1095,6 +1123,9 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	s->hindexed = 0;
 	s->hinfo = 0;
 	s->hmore = 0;
+	s->planned = 0;
+	s->rextra = 0;
+	s->rbody = 0;
 	s->progress = 0;
 	s->last_ms = e->now_ms;
 	s->phase = SPL_PHASE_HEAD;
@@ -1102,27 +1133,27 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	spl_timer_set(e, s);
 }
 
-/* SPL_JOB_RELAY: the job in slot s read the response head, whole. When spl_h1_relay() takes
- * it, turns the slot into the job that sends it on to the client with its body, chained to
- * the client's next request head (as a SPL_JOB_THEN_HEAD job the caller would submit), the
- * response head's buffer kept for the completion. Returns 1 when the slot goes on so, 0 when
- * the head needs the caller (the job then ends with it). */
-static int spl_relay(struct spl_engine *e, struct spl_slot *s)
+/* SPL_JOB_RELAY: the response head buf[0..len) is whole (read, or seen by a peek). Decides
+ * whether the engine relays it: spl_h1_relay() takes it (its head for the client written to
+ * the out buffer), a pipe is free for a body to splice, the client socket is attached. On
+ * success the slot holds what the relay needs (relayed, rbody, rflags, the pipe in
+ * dir[0].pipe, the client in a reg) and planned = 1: nothing can fail after it, so the
+ * caller may read body bytes behind the head with it. Returns 1, or 0 (planned = 2) when
+ * the head needs the caller. */
+static int spl_relay_plan(struct spl_engine *e, struct spl_slot *s, const char *buf, uint32_t len)
 {
 	struct spl_job *job = &s->job;
-	char *head = spl_hdata(e, s->hbuf);
 	uint32_t *idx = spl_hidx(e, s->hbuf);
 	struct spl_pipe *pipe = NULL;
 	uint64_t body = 0;
 	ssize_t n;
-	int server = job->dst_fd, splice_it, tmp;
+	int splice_it;
 
-	if (s->hbuf == -1 || s->hgot == 0)
-		return 0;
-	spl_h1_parse(head, s->hgot, idx); /* the index the completion carries, relayed or not */
+	s->planned = 2;
+	spl_h1_parse(buf, len, idx); /* the index the completion carries, relayed or not */
 	s->hindexed = 1; /* (if the job ends with this head, spl_finish need not tokenize it again) */
-	n = spl_h1_relay(head, s->hgot, idx, job->relay_status_max, job->relay_flags,
-			 spl_obuf_of(e, s), e->cfg.bufsize, &body);
+	n = spl_h1_relay(buf, len, idx, job->relay_status_max, job->relay_flags, spl_obuf_of(e, s),
+			 e->cfg.bufsize, &body);
 	if (n <= 0)
 		return 0;
 	splice_it = body > 0 && body >= job->splice_min;
@@ -1135,6 +1166,42 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 			spl_pipe_put(e->pool, pipe);
 		return 0;
 	}
+	s->dir[0].pipe = pipe; /* (none in the head phase: spl_finish gives it back if the read fails) */
+	s->relayed = (uint32_t)n;
+	s->rbody = body;
+	s->rflags = splice_it ? SPL_RELAY_SPLICED : 0;
+	s->planned = 1;
+	return 1;
+}
+
+/* SPL_JOB_RELAY: the job in slot s read the response head, whole. When spl_relay_plan()
+ * takes it (it may have in the head phase already), turns the slot into the job that sends
+ * it on to the client with its body, chained to the client's next request head (as a
+ * SPL_JOB_THEN_HEAD job the caller would submit), the response head's buffer kept for the
+ * completion. Body bytes read with the head (rextra) leave with the head in one send.
+ * Returns 1 when the slot goes on so, 0 when the head needs the caller (the job then ends
+ * with it). */
+static int spl_relay(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_job *job = &s->job;
+	struct spl_pipe *pipe;
+	uint64_t body;
+	uint32_t extra = s->rextra;
+	int server = job->dst_fd, tmp;
+
+	if (s->hbuf == -1 || s->hgot == 0 || s->planned == 2)
+		return 0;
+	if (s->planned == 0 && !spl_relay_plan(e, s, spl_hdata(e, s->hbuf), s->hgot))
+		return 0;
+	pipe = s->dir[0].pipe;
+	body = s->rbody;
+	if (pipe != NULL && extra == body) { /* the whole body came with the head: nothing to splice */
+		spl_pipe_put(e->pool, pipe);
+		pipe = NULL;
+		s->rflags &= ~(uint32_t)SPL_RELAY_SPLICED;
+	}
+	if (extra > 0) /* behind the head for the client, as a prefetch would have put them */
+		memcpy(spl_obuf_of(e, s) + s->relayed, spl_hdata(e, s->hbuf) + s->hgot, extra);
 	s->hindexed = 0; /* the next head this slot reads (the client's) is a new one */
 	/* reg[0] the server (src from now on, let go first by spl_chain), reg[1] the client */
 	tmp = s->reg[0];
@@ -1142,8 +1209,6 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	s->reg[1] = tmp;
 	s->rbuf = s->hbuf;
 	s->rlen = s->hgot;
-	s->relayed = (uint32_t)n;
-	s->rflags = splice_it ? SPL_RELAY_SPLICED : 0;
 	s->rhead_ms = e->now_ms;
 	s->hbuf = -1;
 	s->hgot = 0;
@@ -1160,9 +1225,9 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 		d.phase = SPL_PHASE_SEND;
 		d.head_buf = -1;
 		spl_post(e, &d);
-		job->flags = splice_it ? 0 : SPL_JOB_COPY;
+		job->flags = pipe != NULL ? 0 : SPL_JOB_COPY;
 	} else {
-		job->flags = SPL_JOB_THEN_HEAD | (splice_it ? 0 : SPL_JOB_COPY);
+		job->flags = SPL_JOB_THEN_HEAD | (pipe != NULL ? 0 : SPL_JOB_COPY);
 	}
 	job->src_fd = server;
 	job->src_gen = job->dst_gen;
@@ -1171,20 +1236,21 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	job->src_idle_ms = job->dst_idle_ms;
 	job->dst_idle_ms = job->cli_idle_ms;
 	job->max_bytes = body;
-	job->out_len = (uint32_t)n;
+	job->out_len = s->relayed;
 	job->head_fd = -1;
 	job->head_first_ms = job->next_first_ms;
 	job->head_ms = job->next_ms;
 	memset(s->dir, 0, sizeof(s->dir));
 	s->dir[0].src = server;
 	s->dir[0].dst = job->cli_fd;
-	s->dir[0].left = body;
+	s->dir[0].left = body - extra;
 	s->dir[0].pipe = pipe;
 	s->dir[1].src = job->cli_fd;
 	s->dir[1].dst = server;
 	s->dir[1].done = 1;
 	s->prefetched = 0;
-	s->out_off = s->out_total = s->pre = 0;
+	s->out_off = s->out_total = 0;
+	s->pre = extra; /* counted as moved once sent (spl_run_send) */
 	s->copy_have = s->copy_off = 0;
 	s->progress = 0;
 	s->last_ms = e->now_ms;

@@ -132,6 +132,97 @@ def test_a_big_body_is_spliced_whole(net):
     run(main())
 
 
+def test_body_bytes_that_came_with_the_head_go_on_with_it_then_the_rest_is_spliced(net):
+    """The peek that finds the response head's end sees body bytes behind it: they are read
+    with the head and sent with it, and the rest of the body is spliced."""
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    body = bytes(range(256)) * 64  # 16 KiB
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, maxpipes=4) as e:
+            job, nxt = relay_job(e, srv, cli, splice_min=4096)
+            await request_in(origin)
+            origin.sendall(head + body[:3000])  # one segment: the head and a part of the body
+            got = asyncio.ensure_future(read_all(client, len(head) + len(body)))
+            await asyncio.sleep(0.05)
+            await asyncio.get_running_loop().sock_sendall(origin, body[3000:])
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, len(head), len(body), True)
+            assert c.head == head  # the head alone, not the body bytes read with it
+            assert await got == head + body
+            await e.abandon(*nxt)
+            assert e.stats().pipes_used == 0
+    run(main())
+
+
+def test_a_body_to_splice_that_came_whole_with_its_head_needs_no_pipe(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    body = b"b" * 2000
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, maxpipes=4) as e:
+            job, nxt = relay_job(e, srv, cli, splice_min=1000)
+            await request_in(origin)
+            origin.sendall(head + body)
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd, c.spliced) == (JobEnd.DONE, len(head), len(body), False)
+            assert await read_all(client, len(head) + len(body)) == head + body
+            assert e.stats().pipes_used == 0
+            await e.abandon(*nxt)
+    run(main())
+
+
+def test_bytes_behind_the_body_stay_in_the_server_socket(net):
+    """A server that sends more than its response's body (a second, unsolicited response):
+    the relay reads the body's bytes only; what follows stays for Python to find."""
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    extra = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            job, nxt = relay_job(e, srv, cli)
+            await request_in(origin)
+            origin.sendall(RESP + b"hello" + extra)
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd, c.head) == (JobEnd.DONE, len(FWD), 5, RESP)
+            assert await read_all(client, len(FWD) + 5) == FWD + b"hello"
+            assert await read_all(srv, len(extra)) == extra
+            await e.abandon(*nxt)
+    run(main())
+
+
+def test_a_copied_body_larger_than_the_room_behind_the_head_arrives_whole(net):
+    """The body bytes read with the head are at most what the out buffer holds behind the
+    client's head (here longer than the server's: it gets `Connection: close`, and the head
+    limit is the whole buffer); the rest is copied as usual."""
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    body = bytes(range(251)) * 40  # 10,040 bytes: more than the 4 KiB buffers
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+    fwd = head[:-2] + b"Connection: close\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            relay = (599, cli.fileno(), e.gen(cli), 5000, ms(5.0), ms(5.0), RELAY_CLOSE_CLIENT, UNTIL_EOF)
+            job = e.submit(-1, srv.fileno(), 0, JOB_RELAY, 0, 5000, REQ, srv.fileno(), 5000, 5000, 4096,
+                           dst_gen=e.gen(srv), relay=relay)
+            nxt = e.chained
+            await request_in(origin)
+            got = asyncio.ensure_future(read_all(client, len(fwd) + len(body)))
+            await asyncio.get_running_loop().sock_sendall(origin, head + body)
+            c = await e.wait(*job)
+            assert (c.end, c.relayed, c.bytes_fwd, c.spliced, c.head) == (JobEnd.DONE, len(fwd), len(body),
+                                                                          False, head)
+            assert await got == fwd + body
+            assert (await e.wait(*nxt)).end is JobEnd.CANCELLED
+    run(main())
+
+
 def test_a_head_relay_cannot_take_ends_the_job_with_it_and_cancels_the_next(net):
     """Chunked, a status above status_max, HTTP/1.0, a Connection naming a field: Python's."""
     heads = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
