@@ -933,10 +933,10 @@ static int spl_relay_plan(struct spl_engine *e, struct spl_slot *s, const char *
 /* HEAD phase: reads one head from head_fd into a head buffer, exactly: a peek finds its end
  * and only that much is read, so a body or a pipelined request behind it stays in the socket.
  * An incomplete head's bytes are read (they all belong to the head), so the socket does not
- * stay readable. One exception: a response head the engine relays (SPL_JOB_RELAY, decided
- * on the peeked head) is read with the body bytes the peek saw behind it, which the relay
- * sends on with it (rextra). Returns 1 when the head is complete, 0 when it waits or ended
- * the job. */
+ * stay readable. One exception: a response head the engine relays with a copied body
+ * (SPL_JOB_RELAY, decided on the peeked head) is read with the body bytes the peek saw behind
+ * it, which the relay sends on with it (rextra). Returns 1 when the head is complete, 0 when
+ * it waits or ended the job. */
 static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 {
 	int fd = s->job.head_fd;
@@ -1011,10 +1011,12 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 		extra = 0;
 		if (end >= 0) { /* what the peek saw behind the head (a body, a pipelined request) */
 			s->hmore = (uint32_t)(s->hgot + (size_t)n - (size_t)end);
-			/* a response the engine relays: the body bytes the peek saw are read with
-			 * the head, in one recv, once nothing can make the relay fail (spl_relay_plan) */
+			/* a response the engine relays with its body copied: the body bytes the peek
+			 * saw are read with the head, in one recv, once nothing can make the relay fail
+			 * (spl_relay_plan); a body to splice stays in the kernel, the pipe takes it */
 			if (s->hmore > 0 && (s->job.flags & SPL_JOB_RELAY) && fd == s->job.dst_fd &&
-			    s->planned == 0 && spl_relay_plan(e, s, buf, (uint32_t)end)) {
+			    s->planned == 0 && spl_relay_plan(e, s, buf, (uint32_t)end) &&
+			    !(s->rflags & SPL_RELAY_SPLICED)) {
 				extra = s->hmore;
 				if (extra > s->rbody)
 					extra = (size_t)s->rbody;
@@ -1178,7 +1180,8 @@ static int spl_relay_plan(struct spl_engine *e, struct spl_slot *s, const char *
  * takes it (it may have in the head phase already), turns the slot into the job that sends
  * it on to the client with its body, chained to the client's next request head (as a
  * SPL_JOB_THEN_HEAD job the caller would submit), the response head's buffer kept for the
- * completion. Body bytes read with the head (rextra) leave with the head in one send.
+ * completion. Body bytes read with the head (rextra, a copied body's) leave with the head in
+ * one send.
  * Returns 1 when the slot goes on so, 0 when the head needs the caller (the job then ends
  * with it). */
 static int spl_relay(struct spl_engine *e, struct spl_slot *s)
@@ -1195,11 +1198,6 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 		return 0;
 	pipe = s->dir[0].pipe;
 	body = s->rbody;
-	if (pipe != NULL && extra == body) { /* the whole body came with the head: nothing to splice */
-		spl_pipe_put(e->pool, pipe);
-		pipe = NULL;
-		s->rflags &= ~(uint32_t)SPL_RELAY_SPLICED;
-	}
 	if (extra > 0) /* behind the head for the client, as a prefetch would have put them */
 		memcpy(spl_obuf_of(e, s) + s->relayed, spl_hdata(e, s->hbuf) + s->hgot, extra);
 	s->hindexed = 0; /* the next head this slot reads (the client's) is a new one */
