@@ -11,6 +11,7 @@ the counters a last time.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -51,6 +52,10 @@ log = logging.getLogger("splicer")
 
 ACCEPT_BATCH = 64
 """Connections accepted per readiness event of a listener."""
+
+ACCEPT_BACKOFF_MIN = 0.1
+ACCEPT_BACKOFF_MAX = 1.0
+"""Least and most seconds a frontend stops accepting after an EMFILE (doubling between)."""
 
 _NONBLOCKING_STREAM = socket.SOCK_STREAM | socket.SOCK_NONBLOCK
 """The type an accepted socket object is made with: its timeout is 0 (non-blocking, as
@@ -125,6 +130,7 @@ class FrontendRT:
         self.active = 0
         self.smax = 0  # the most client connections open at once (haproxy smax)
         self.paused = False
+        self._backoff = 0.0  # seconds accepting pauses after an EMFILE (0: accepting), _accept()
         # the sessions waiting for a request, tracked only when a soft stop is to close them
         # (`no option idle-close-on-response`); None: kept until their next response
         self.idle: set | None = None if model.idle_close_on_response else set()
@@ -168,11 +174,17 @@ class FrontendRT:
         family = lsock.family
         try:
             taken = accept_batch(lsock.fileno(), room, family != socket.AF_UNIX)
-        except OSError as exc:  # EMFILE and friends: log and wait for the next event
-            log.error("frontend %s: accept failed: %s", self.name, exc)
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                self._out_of_resources(exc)
+            else:
+                log.error("frontend %s: accept failed: %s", self.name, exc)
             return
         if not taken:
             return
+        if self._backoff:
+            log.warning("frontend %s: accepting again", self.name)
+            self._backoff = 0.0
         n = len(taken)
         self.active += n
         if self.active > self.smax:
@@ -194,6 +206,24 @@ class FrontendRT:
             task.add_done_callback(self.proxy.tasks.discard)
         if self._full():
             self.proxy.pause_full()
+
+    def _out_of_resources(self, exc: OSError) -> None:
+        """Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): stop accepting
+        (the connections wait in the backlog) for a delay that doubles from ACCEPT_BACKOFF_MIN
+        up to ACCEPT_BACKOFF_MAX seconds, or until a session ends (haproxy's listener
+        limiting: it retries after 100 ms, or when a connection is released), instead of
+        being woken again at once by a listener that stays readable. Logged once, and once
+        more when accepting works again."""
+        if not self._backoff:
+            log.error("frontend %s: cannot accept (%s); pausing", self.name, exc.strerror or exc)
+        self._backoff = min(max(self._backoff * 2, ACCEPT_BACKOFF_MIN), ACCEPT_BACKOFF_MAX)
+        if not self.paused:
+            self.pause()
+        self.loop.call_later(self._backoff, self._retry_accept)
+
+    def _retry_accept(self) -> None:
+        if self.paused and self.listeners and not self._full() and not self.proxy.stopping:
+            self.resume()
 
     def session_ended(self) -> None:
         """A client connection of this frontend was closed: count it out, accept again."""
