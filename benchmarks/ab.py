@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,16 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     args = ap.parse_args(argv)
     base = Path(args.base).resolve()
-    if not any((base / "splicer").glob("_engine*.so")):
-        run.die(f"{base}/splicer has no built engine: run `python setup.py build_ext --inplace` there")
-    for p in (*ORIGIN, *PORTS.values()):
-        if not run.port_free(p):
-            run.die(f"port {p} is taken")
-    wd = Path(tempfile.mkdtemp(prefix="splicer-ab-"))
-    wd.chmod(0o755)  # nginx's workers (another user) read the files under it
+    wd = run.checkout_bench([base], (*ORIGIN, *PORTS.values()), ORIGIN, "splicer-ab-")
     try:
-        run.make_files(wd / "www", {"1k.bin": 1024})
-        run.start_origin(wd, ORIGIN)
         svcs = {}
         for name, pythonpath in (("base", str(base)), ("cur", str(HERE.parent))):
             run.render("splicer.cfg", wd / f"{name}.cfg", PORT=PORTS[name], ORIGIN1_PORT=ORIGIN[0],

@@ -41,7 +41,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -171,17 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         run.die("valgrind is not installed (apt-get install valgrind)")
     checkouts = [("cur", HERE.parent)] + ([("base", Path(args.base).resolve())] if args.base else [])
-    for name, path in checkouts:
-        if not any((path / "splicer").glob("_engine*.so")):
-            run.die(f"{path}/splicer has no built engine: run `python setup.py build_ext --inplace` there")
-    for p in (*ORIGIN, PORT):
-        if not run.port_free(p):
-            run.die(f"port {p} is taken")
-    wd = Path(tempfile.mkdtemp(prefix="splicer-ir-"))
-    wd.chmod(0o755)  # nginx's workers (another user) read the files under it
+    wd = run.checkout_bench([path for _, path in checkouts], (*ORIGIN, PORT), ORIGIN, "splicer-ir-")
     try:
-        run.make_files(wd / "www", {"1k.bin": 1024})
-        run.start_origin(wd, ORIGIN)
         cfg = wd / "splicer.cfg"
         run.render("splicer.cfg", cfg, PORT=PORT, ORIGIN1_PORT=ORIGIN[0], ORIGIN2_PORT=ORIGIN[1])
         results: dict[tuple[str, str], float] = {}

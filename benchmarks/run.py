@@ -294,6 +294,31 @@ def port_free(port: int) -> bool:
         s.close()
 
 
+def checkout_bench(checkouts: list[Path], ports: tuple[int, ...], origin_ports: tuple[int, int],
+                   prefix: str) -> Path:
+    """What benchmarks/ab.py and instructions.py do before comparing checkouts: each
+    checkout has its engine built in place, every port is free; then a work directory
+    (readable by nginx's workers, another user) with the 1 KiB file under www/, and the
+    origin nginx on `origin_ports`. Returns the work directory (the caller removes it and
+    stops the origin with stop_all()). Exits through die() when a check fails."""
+    for path in checkouts:
+        if not any((path / "splicer").glob("_engine*.so")):
+            die(f"{path}/splicer has no built engine: run `python setup.py build_ext --inplace` there")
+    for port in ports:
+        if not port_free(port):
+            die(f"port {port} is taken")
+    wd = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        wd.chmod(0o755)
+        make_files(wd / "www", {"1k.bin": 1024})
+        start_origin(wd, origin_ports)
+    except BaseException:
+        stop_all()
+        shutil.rmtree(wd, ignore_errors=True)
+        raise
+    return wd
+
+
 def cmd_out(argv: list[str]) -> str:
     try:
         p = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=20)
