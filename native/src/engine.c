@@ -81,6 +81,22 @@ struct spl_fdreg {
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
 	SPL_OP_CANCEL = 1,
+	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection, xbe its backend */
+	SPL_OP_FLUSH = 3,  /* job.xbe: the backend whose credits go back */
+};
+
+/* A server connection lent for one express request (spl_credit). */
+struct spl_xcredit {
+	uint64_t id;
+	int32_t fd;
+	uint32_t gen;
+};
+
+/* The credits of one express backend, oldest first (a ring). */
+struct spl_xq {
+	struct spl_xcredit c[SPL_X_CREDITS];
+	uint32_t head;
+	uint32_t n;
 };
 
 enum spl_wait {
@@ -137,6 +153,22 @@ struct spl_slot {
 	uint64_t rhead_ms;     /* RELAY: when the response head was in */
 	uint64_t rbody;        /* RELAY, planned: the response body's bytes (spl_relay_plan) */
 	uint32_t rextra;       /* RELAY, planned: of them, bytes read with the head (behind it in hbuf) */
+	/* the express lane (SPL_RELAY_EXPRESS, see engine.h) */
+	uint8_t xarmed;        /* the client's next heads may take the express lane */
+	uint8_t xbusy;         /* an express request is under way: the slot runs its RELAY job */
+	uint8_t xcancel;       /* the head job was cancelled meanwhile: it ends with the request */
+	uint32_t xbe;          /* the backend whose credits it takes */
+	uint32_t xaddr;        /* the client's IPv4 address (X-Forwarded-For) */
+	uint32_t xflags;       /* the arming job's relay flags (SPL_RELAY_XFF) */
+	uint32_t x_first_ms, x_ms, x_limit, x_srv_ms; /* the server side's head timeouts and
+	                        * limit, and its idle timeout, from the arming job */
+	uint32_t xstatus;      /* the relayed response's status */
+	uint32_t xreq;         /* the request head's bytes */
+	uint64_t xnext;        /* the client's head job id */
+	struct spl_xcredit xc; /* the credit in use */
+	int32_t qbuf;          /* the request head's buffer, kept until its response is relayed */
+	uint32_t qlen;         /* its bytes */
+	int32_t xout;          /* a head buffer serving as the out buffer of the express request */
 	uint8_t planned;       /* RELAY: 0 = not looked at, 1 = relayed (spl_relay_plan took the
 	                        * pipe and the client socket), 2 = declined: the caller gets the head */
 };
@@ -191,6 +223,9 @@ struct spl_engine {
 	atomic_uint rel_head;
 	atomic_uint rel_tail;
 	struct spl_tlink *tlinks;     /* the wheel's links, one per slot */
+	struct spl_xq *xq;            /* the express backends' credits, SPL_X_BACKENDS queues */
+	uint32_t xheld;               /* head buffers express requests hold beyond one a job
+	                               * (at most nbufs - maxjobs: the jobs never lack one) */
 	struct spl_fdreg *fds;        /* by fd number, nfds entries */
 	uint32_t nfds;
 	/* counters published for other threads */
@@ -290,8 +325,13 @@ static void spl_trim_hbufs(struct spl_engine *e)
 	e->trim_ms = e->now_ms;
 }
 
+static char *spl_hdata(const struct spl_engine *e, int32_t hbuf);
+
+/* The out buffer of slot s: its job's, or an express request's head buffer. */
 static char *spl_obuf_of(struct spl_engine *e, const struct spl_slot *s)
 {
+	if (s->xout >= 0)
+		return spl_hdata(e, s->xout);
 	return e->obufs + (size_t)s->job.out_buf * e->cfg.bufsize;
 }
 
@@ -512,6 +552,9 @@ static void spl_index_head(struct spl_engine *e, const struct spl_slot *s, uint3
 }
 
 /* Lends the relayed response head (indexed when the relay began) to the completion d. */
+static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_done *d);
+static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done *d);
+
 static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_done *d)
 {
 	uint64_t ms = e->now_ms - s->rhead_ms;
@@ -523,6 +566,8 @@ static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_
 	d->relay_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 	s->rbuf = -1;
 }
+
+static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side);
 
 /* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
 static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
@@ -546,6 +591,10 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 			}
 		}
 		s->ready = 0;
+	}
+	if (s->xbusy) {
+		spl_xfinish(e, s, how, res, side);
+		goto freed;
 	}
 	memset(&d, 0, sizeof(d));
 	d.id = s->job.id;
@@ -581,6 +630,7 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 		d.head_buf = -1;
 		spl_post(e, &d);
 	}
+freed:
 	if (how == SPL_END_TIMEOUT)
 		atomic_fetch_add_explicit(&e->st_timeouts, 1, memory_order_relaxed);
 	spl_wheel_del(&e->wheel, (int32_t)(s - e->slots));
@@ -1091,6 +1141,8 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	d.head_buf = -1;
 	if (s->rbuf != -1)
 		spl_relay_done(e, s, &d);
+	if (s->xbusy)
+		spl_xdone(e, s, &d); /* the credit's completion, not the head job's */
 	spl_post(e, &d);
 	if (s->ready) {
 		for (i = 0; i < e->nready; i++) {
@@ -1254,8 +1306,12 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	s->last_ms = e->now_ms;
 	s->phase = SPL_PHASE_SEND;
 	spl_timer_set(e, s);
+	if (s->xbusy)
+		s->xstatus = spl_hidx(e, s->rbuf)[5]; /* (for its credit's SPL_X_DONE) */
 	return 1;
 }
+
+#include "express.h"
 
 /* Runs the job until it waits, uses its turn or ends. */
 static void spl_run(struct spl_engine *e, struct spl_slot *s)
@@ -1285,9 +1341,15 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 		default:
 			if (s->job.flags & SPL_JOB_THEN_HEAD) {
 				spl_chain(e, s);
+				if (s->xcancel) { /* cancelled while its express request ran */
+					spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
+					return;
+				}
 				continue;
 			}
 			if ((s->job.flags & SPL_JOB_RELAY) && spl_relay(e, s))
+				continue;
+			if (s->xarmed && !(s->job.flags & SPL_JOB_RELAY) && spl_express(e, s))
 				continue;
 			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
 			return;
@@ -1312,6 +1374,20 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->reg[0] = s->reg[1] = -1;
 	s->hbuf = -1;
 	s->rbuf = -1;
+	s->qbuf = -1;
+	s->xout = -1;
+	if ((job->flags & SPL_JOB_RELAY) && (job->relay_flags & SPL_RELAY_EXPRESS) && job->xbe < SPL_X_BACKENDS &&
+	    !(job->relay_flags & SPL_RELAY_CLOSE_CLIENT)) {
+		s->xarmed = 1;
+		s->xbe = job->xbe;
+		s->xaddr = job->xaddr;
+		s->xflags = job->relay_flags;
+		s->x_first_ms = job->head_first_ms;
+		s->x_ms = job->head_ms;
+		s->x_limit = job->head_limit;
+		s->x_srv_ms = job->dst_idle_ms;
+		s->xnext = job->next_id;
+	}
 	s->active = 1;
 	s->last_ms = e->now_ms;
 	e->active++;
@@ -1353,6 +1429,13 @@ static void spl_cancel_job(struct spl_engine *e, uint64_t id)
 
 		if (!s->active)
 			continue;
+		if (s->job.id == id && s->xbusy) {
+			/* the client's head job runs an express request: it ends once the
+			 * response went (or with the request handed over), not in its middle */
+			s->xcancel = 1;
+			s->xarmed = 0;
+			return;
+		}
 		if (s->job.id == id) {
 			spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
 			return;
@@ -1388,8 +1471,12 @@ static void spl_take_messages(struct spl_engine *e)
 		atomic_store_explicit(&e->sq_head, head, memory_order_release);
 		if (m.op == SPL_OP_SUBMIT)
 			spl_start(e, &m.job);
-		else
+		else if (m.op == SPL_OP_CANCEL)
 			spl_cancel_job(e, m.job.id);
+		else if (m.op == SPL_OP_CREDIT)
+			spl_credit_take(e, &m.job);
+		else
+			spl_credit_drain(e, m.job.xbe);
 		tail = atomic_load_explicit(&e->sq_tail, memory_order_acquire);
 	}
 }
@@ -1614,6 +1701,7 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->rel);
 	free(e->fds);
 	free(e->tlinks);
+	free(e->xq);
 	free(e);
 }
 
@@ -1674,7 +1762,8 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 			goto fail;
 	}
 	e->tlinks = calloc(cfg->maxjobs, sizeof(*e->tlinks));
-	if (e->tlinks == NULL)
+	e->xq = calloc(SPL_X_BACKENDS, sizeof(*e->xq));
+	if (e->tlinks == NULL || e->xq == NULL)
 		goto fail;
 	spl_wheel_init(&e->wheel, e->tlinks);
 	for (i = 0; i < cfg->maxjobs; i++)
@@ -1847,6 +1936,41 @@ int spl_push(struct spl_engine *e, const struct spl_job *job)
 		if (rc == 0)
 			atomic_fetch_add_explicit(&e->inflight, n, memory_order_relaxed);
 	}
+	return rc;
+}
+
+int spl_credit(struct spl_engine *e, uint32_t be, uint64_t id, int fd, uint32_t gen)
+{
+	struct spl_job job;
+	int rc;
+
+	if (e == NULL || be >= SPL_X_BACKENDS || id == 0 || fd < 0)
+		return -EINVAL;
+	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + 1 > e->cfg.maxjobs)
+		return -EAGAIN; /* its completion needs room in the ring, as a job's */
+	memset(&job, 0, sizeof(job));
+	job.id = id;
+	job.dst_fd = fd;
+	job.dst_gen = gen;
+	job.xbe = be;
+	rc = spl_queue(e, SPL_OP_CREDIT, &job);
+	if (rc == 0)
+		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
+	return rc;
+}
+
+int spl_credit_flush(struct spl_engine *e, uint32_t be)
+{
+	struct spl_job job;
+	int rc;
+
+	if (e == NULL || be >= SPL_X_BACKENDS)
+		return -EINVAL;
+	memset(&job, 0, sizeof(job));
+	job.xbe = be;
+	rc = spl_queue(e, SPL_OP_FLUSH, &job);
+	if (rc == 0)
+		spl_wake(e);
 	return rc;
 }
 

@@ -22,32 +22,36 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 11
+ABI = 12
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
-_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQ")
+_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQII")
 """struct spl_job as bytes: id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms,
 out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
 relay_status_max, next_id, cli_fd, cli_gen, cli_idle_ms, next_first_ms, next_ms, relay_flags,
-splice_min (native byte order, the offsets the compiler gave; checked below)."""
+splice_min, xbe, xaddr (native byte order, the offsets the compiler gave; checked below)."""
 _JOB_FIELDS = ("id", "src_fd", "dst_fd", "max_bytes", "flags", "src_idle_ms", "dst_idle_ms", "out_len",
                "out_buf", "head_fd", "head_first_ms", "head_ms", "head_limit", "src_gen", "dst_gen",
                "relay_status_max", "next_id", "cli_fd", "cli_gen", "cli_idle_ms", "next_first_ms", "next_ms",
-               "relay_flags", "splice_min")
+               "relay_flags", "splice_min", "xbe", "xaddr")
 _offsets = [struct.calcsize("=" + _JOB.format[1:i]) for i in range(1, len(_JOB_FIELDS) + 1)]
 if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struct spl_job", f)
                                                               for f in _JOB_FIELDS]:  # pragma: no cover
     raise ImportError("struct spl_job's layout does not match binding._JOB; update both together")
 
-_DONE = struct.Struct("=QQQiIIIiIIIIIII")
+_DONE = struct.Struct("=QQQiIIIiIIIIIIIIIQ")
 """struct spl_done as bytes: id, bytes_fwd, bytes_rev, res, how, side, phase, head_buf,
-head_len, head_info, head_more, relayed, relay_flags, relay_ms, pad (checked below): a batch is
+head_len, head_info, head_more, relayed, relay_flags, relay_ms, xkind, xstatus, xreq, xother
+(checked below): a batch is
 unpacked in one call, not field by field."""
 _NO_RELAY = (0, -1, 0, 0, 0, 0, 0, 0)
 """struct spl_job's relay fields of a job without JOB_RELAY."""
+_NO_EXPRESS = (0, 0)
+"""struct spl_job's xbe and xaddr of a job that does not arm the express lane (a `relay`
+tuple of 8 fields)."""
 _DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
-                "head_info", "head_more", "relayed", "relay_flags", "relay_ms", "pad")
+                "head_info", "head_more", "relayed", "relay_flags", "relay_ms", "xkind", "xstatus", "xreq", "xother")
 _offsets = [struct.calcsize("=" + _DONE.format[1:i]) for i in range(1, len(_DONE_FIELDS) + 1)]
 if _DONE.size != ffi.sizeof("struct spl_done") or _offsets != [ffi.offsetof("struct spl_done", f)
                                                                 for f in _DONE_FIELDS]:  # pragma: no cover
@@ -329,7 +333,8 @@ class EngineHandle:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
         without waking the engine: call wake() once after a batch of submits. `relay`: with
         JOB_RELAY, the job's (relay_status_max, cli_fd, cli_gen, cli_idle_ms, next_first_ms,
-        next_ms, relay_flags, splice_min).
+        next_ms, relay_flags, splice_min), optionally followed by (xbe, xaddr) for
+        RELAY_EXPRESS.
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -340,7 +345,7 @@ class EngineHandle:
         try:
             _JOB.pack_into(self._jobbuf, 0, job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms,
                            dst_idle_ms, out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit,
-                           src_gen, dst_gen, relay[0], next_id, *relay[1:])
+                           src_gen, dst_gen, relay[0], next_id, *relay[1:8], *(relay[8:] or _NO_EXPRESS))
         except struct.error as exc:  # a value out of its field's range
             raise EngineError(_errno.EINVAL, f"spl_submit: {exc}") from None
         rc = lib.spl_push(self._e, self._job)
@@ -386,6 +391,35 @@ class EngineHandle:
         (spl_job_relaying: a scan of the jobs, for the runtime API)."""
         return self._e is not None and lib.spl_job_relaying(self._e, job_id) == 1
 
+    def credit(self, xbe: int, credit_id: int, fd: int, gen: int) -> bool:
+        """Lend the engine the server connection `fd` (generation `gen`) as credit
+        `credit_id` for one express request of express backend `xbe` (spl_credit; wake()
+        after a batch). False when the engine has no room for it now.
+
+        Raises:
+            EngineError: a bad argument (EINVAL) or a closed engine.
+        """
+        if self._e is None:
+            raise EngineError(_errno.EBADF, "spl_credit: the engine is closed")
+        rc = lib.spl_credit(self._e, xbe, credit_id, fd, gen)
+        if rc == -_errno.EAGAIN:
+            return False
+        if rc != 0:
+            _raise(rc, "spl_credit")
+        return True
+
+    def credit_flush(self, xbe: int) -> bool:
+        """Have the engine give back every credit queued for express backend `xbe`
+        (spl_credit_flush: each ends X_UNUSED). False when its queue is full now."""
+        if self._e is None:
+            return False
+        rc = lib.spl_credit_flush(self._e, xbe)
+        if rc == -_errno.EAGAIN:
+            return False
+        if rc != 0:
+            _raise(rc, "spl_credit_flush")
+        return True
+
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).
 
@@ -409,16 +443,17 @@ class EngineHandle:
         when the tokenizer accepted it, else None, `head_more` the bytes the socket held behind
         the head; a JOB_RELAY job's `relayed` the bytes of the response head it forwarded (0:
         none; then `head` is that response head), `relay_flags` RELAY_SPLICED, `relay_ms` the
-        ms from that head's end to the completion. Each head buffer is copied out and given
-        back to the engine here."""
+        ms from that head's end to the completion; then the express lane's `xkind` (X_*: 0
+        for a job's completion), `xstatus`, `xreq` and `xother` (struct spl_done). Each head
+        buffer is copied out and given back to the engine here."""
         out = []
         d = self._done
         e = self._e
         size = _DONE.size
         while True:
             n = lib.spl_reap(e, d, self.REAP_BATCH)
-            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, more, relayed, rflags, rms, _ in \
-                    _DONE.iter_unpack(self._donebuf[:n * size]):
+            for job_id, fwd, rev, res, how, side, phase, hb, hlen, info, more, relayed, rflags, rms, xkind, \
+                    xstatus, xreq, xother in _DONE.iter_unpack(self._donebuf[:n * size]):
                 head = index = None
                 if hb >= 0:
                     head = ffi.unpack(self._hbufs[hb], hlen)
@@ -426,7 +461,8 @@ class EngineHandle:
                     if ix[0] == H1_OK:
                         index = ffi.unpack(ix, H1_HDR_WORDS + H1_FIELD_WORDS * ix[2])
                     lib.spl_hbuf_release(e, hb)
-                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms))
+                out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms,
+                            xkind, xstatus, xreq, xother))
             if n < self.REAP_BATCH:
                 return out
 
@@ -498,6 +534,13 @@ RELAY_NO_BODY = lib.SPL_RELAY_NO_BODY
 RELAY_SPLICED = lib.SPL_RELAY_SPLICED
 RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
 RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
+RELAY_EXPRESS = lib.SPL_RELAY_EXPRESS
+RELAY_XFF = lib.SPL_RELAY_XFF
+X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER = (lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED, lib.SPL_X_DEAD,
+                                                lib.SPL_X_HANDOVER)
+X_BACKENDS = lib.SPL_X_BACKENDS
+"""The express lane (engine.h): what a credit's completion says (struct spl_done.xkind), and
+how many express backends an engine has."""
 _RELAY_CONNECTION = {b"": 0, b"close": RELAY_CLOSE_CLIENT, b"keep-alive": RELAY_KEEP_ALIVE}
 PHASE_SEND = lib.SPL_PHASE_SEND
 PHASE_BODY = lib.SPL_PHASE_BODY

@@ -124,6 +124,12 @@ class Completion(NamedTuple):
             (END: all went), bytes_fwd counts the body.
         spliced: relayed, the body went through a pipe (else it was copied).
         relay_ms: relayed, ms from the response head's end to this completion.
+        xkind: the express lane's (engine.h; binding.X_*): 0 for a job's completion; a
+            credit's X_DONE, X_UNUSED, X_DEAD or X_HANDOVER; X_HANDOVER for the client's
+            head job whose request was handed over (`head` is that request head).
+        xstatus: X_DONE: the response's status.
+        xreq: X_DONE: the request head's bytes as the client sent them.
+        xother: a credit's X_DONE or X_HANDOVER: the id of the client's head job.
     """
 
     end: JobEnd
@@ -139,6 +145,10 @@ class Completion(NamedTuple):
     relayed: int = 0
     spliced: bool = False
     relay_ms: int = 0
+    xkind: int = 0
+    xstatus: int = 0
+    xreq: int = 0
+    xother: int = 0
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -288,7 +298,8 @@ class Engine:
 
     def _on_eventfd(self) -> None:
         futs, cbs, outs, free_out = self._futs, self._cbs, self._outs, self._free_out
-        for job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms in self._h.reap():
+        for job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms, xkind, xstatus, \
+                xreq, xother in self._h.reap():
             if outs:
                 b = outs.pop(job_id, None)
                 if b is not None:
@@ -296,7 +307,8 @@ class Engine:
             cb = cbs.pop(job_id, None)
             if cb is not None:
                 c = _new(Completion, (_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
-                                      info != 0, index, more, relayed, rflags & _SPLICED != 0, rms))
+                                      info != 0, index, more, relayed, rflags & _SPLICED != 0, rms, xkind,
+                                      xstatus, xreq, xother))
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -309,7 +321,31 @@ class Engine:
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
                                           _PHASES[phase], head, info != 0, index, more, relayed,
-                                          rflags & _SPLICED != 0, rms))
+                                          rflags & _SPLICED != 0, rms, xkind, xstatus, xreq, xother))
+
+    def credit(self, xbe: int, sock, done) -> int | None:
+        """Lend the engine the idle server connection `sock` for one express request of
+        express backend `xbe` (engine.h, "the express lane"); `done(Completion)` is called
+        with the credit's completion (Completion.xkind says how it ended), and until then
+        the engine owns the socket. Returns the credit's id, or None when the engine has no
+        room for it now (nothing was lent)."""
+        if self._closing:
+            return None
+        credit_id = self._next
+        if not self._h.credit(xbe, credit_id, sock.fileno(), self.gen(sock)):
+            return None
+        self._next += 1
+        self._cbs[credit_id] = done
+        if not self._wake_due:
+            self._wake_due = True
+            self.loop.call_soon(self._wake)
+        return credit_id
+
+    def credit_flush(self, xbe: int) -> None:
+        """Have the engine give back every credit queued for express backend `xbe` (each
+        completes X_UNUSED); in use ones complete as their requests end."""
+        if not self._closed:
+            self._h.credit_flush(xbe)
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 11
+#define SPL_ENGINE_ABI 12
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -262,6 +262,9 @@ struct spl_job {
 	uint32_t relay_flags; /* enum spl_relay_flag */
 	uint64_t splice_min;  /* a relayed body of at least this many bytes is spliced, a
 	                       * smaller one copied; UINT64_MAX = always copied */
+	uint32_t xbe;         /* SPL_RELAY_EXPRESS: the express backend whose credits the
+	                       * client's next requests use (< SPL_X_BACKENDS) */
+	uint32_t xaddr;       /* SPL_RELAY_XFF: the client's IPv4 address (host order) */
 };
 
 /* struct spl_job.relay_flags and struct spl_done.relay_flags. */
@@ -273,6 +276,9 @@ enum spl_relay_flag {
 	                        * completion comes as SPL_END_CANCELLED when the relay starts) */
 	SPL_RELAY_KEEP_ALIVE = 16, /* job: an HTTP/1.0 client that keeps its connection: the head
 	                        * gets `Connection: keep-alive` */
+	SPL_RELAY_EXPRESS = 32, /* job: the client's next requests take the express lane while
+	                        * they qualify (see "the express lane" below), on backend xbe */
+	SPL_RELAY_XFF = 64,     /* job, with EXPRESS: express requests get `X-Forwarded-For: xaddr` */
 };
 
 /* A completion, one per submitted job. */
@@ -298,8 +304,54 @@ struct spl_done {
 	                     * where the relay failed (END: all went), bytes_fwd the body's bytes */
 	uint32_t relay_flags; /* enum spl_relay_flag */
 	uint32_t relay_ms;  /* relayed: ms from the response head's end to this completion */
-	uint32_t pad;
+	uint32_t xkind;     /* enum spl_xkind: 0 for a job's completion, else what the express
+	                     * lane says of a credit (id: the credit's) or of the head job whose
+	                     * request it handed over (SPL_X_HANDOVER, id: the head job's) */
+	uint32_t xstatus;   /* SPL_X_DONE: the response's status */
+	uint32_t xreq;      /* SPL_X_DONE: bytes of the request head as the client sent it */
+	uint64_t xother;    /* a credit's SPL_X_DONE / SPL_X_HANDOVER: the client's head job id */
 };
+
+/* ---- the express lane ---------------------------------------------------------------------
+ * A client connection whose relayed response was submitted with SPL_RELAY_EXPRESS has its
+ * next requests routed by the engine itself while they qualify: a whole GET or HEAD head
+ * (SPL_H1_OK, HTTP/1.1, origin-form target, Host, plain field lines, no body, no Expect,
+ * Upgrade or hop-by-hop field but `Connection: keep-alive`). The engine takes the oldest
+ * credit of its backend: a server connection the caller lent (spl_credit) after picking its
+ * server and taking it from its idle pool, sends the head on it (without its Connection
+ * field, with X-Forwarded-For under SPL_RELAY_XFF), reads and relays the response as
+ * SPL_JOB_RELAY does, and reads the client's next head. A credit ends in one completion
+ * (id: the credit's, xkind): SPL_X_DONE, a request it served (xstatus, xreq, relayed,
+ * bytes_fwd, relay_flags; how DONE, or how the relay failed, the client connection then
+ * ended); SPL_X_UNUSED, given back unused (spl_credit_flush, a full queue, a closed engine);
+ * SPL_X_DEAD, found closed or out of step when it was to be used; SPL_X_HANDOVER, the
+ * request went out on it but its response needs the caller (not relayable, a timeout, an
+ * error before the response began): the completion carries what the response head read
+ * said (how, res, side, phase, head_buf as a job's), and the client's head job ends with
+ * xkind SPL_X_HANDOVER and the request head, as if it had just been read. A request that
+ * does not qualify, or finds no credit, ends the head job as usual. */
+struct spl_engine;
+
+#define SPL_X_BACKENDS 64 /* express backends (credit queues) */
+#define SPL_X_CREDITS 64  /* credits queued per backend at most */
+
+enum spl_xkind {
+	SPL_X_NONE = 0,
+	SPL_X_DONE = 1,
+	SPL_X_UNUSED = 2,
+	SPL_X_DEAD = 3,
+	SPL_X_HANDOVER = 4,
+};
+
+/* Lends the engine server connection `fd` (generation `gen`, as a job's) for one express
+ * request of backend `be`, as credit `id` (non-zero, unique among those in flight). Counts
+ * as a job in flight until its completion is reaped. Returns 0, -EAGAIN (queue or jobs
+ * full), -EINVAL. Thread: the submitting thread; call spl_wake() after a batch. */
+int spl_credit(struct spl_engine *e, uint32_t be, uint64_t id, int fd, uint32_t gen);
+
+/* Gives back every credit queued for backend `be` (SPL_X_UNUSED). Returns 0, -EAGAIN,
+ * -EINVAL. Thread: the submitting thread. */
+int spl_credit_flush(struct spl_engine *e, uint32_t be);
 
 /* Engine settings. */
 #define SPL_ENGINE_INLINE 1u /* struct spl_cfg.flags: no thread, the caller turns the engine */

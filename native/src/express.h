@@ -1,0 +1,344 @@
+/*
+ * The express lane - requests the engine routes by itself (see engine.h, "the express lane").
+ *
+ * Included once by engine.c, after the slot and engine types and the job phases it builds
+ * on: an express request is the client's head job turned, in place, into the RELAY job the
+ * caller would have submitted for it (send the head on a server connection, read the
+ * response head, relay it, read the next head), on a connection the caller lent as a
+ * credit. Python keeps every decision but the one it delegated: it picks the server and
+ * takes the connection from its idle pool before it lends it, counts and logs each request
+ * from its credit's completion, and takes back any request the engine cannot finish
+ * (SPL_X_HANDOVER). Nothing here allocates: credits live in fixed rings, buffers come from
+ * the head buffers beyond one a job (nbufs - maxjobs).
+ */
+#ifndef SPL_EXPRESS_H
+#define SPL_EXPRESS_H
+
+#define SPL_XFF_NAME "X-Forwarded-For: "
+#define SPL_XFF_MAX (sizeof(SPL_XFF_NAME) - 1 + 15 + 2) /* the field line, at most */
+
+/* Posts a credit's completion that carries nothing but its kind. */
+static void spl_xpost(struct spl_engine *e, uint64_t id, uint32_t kind)
+{
+	struct spl_done d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = id;
+	d.how = SPL_END_DONE;
+	d.phase = SPL_PHASE_END;
+	d.head_buf = -1;
+	d.xkind = kind;
+	spl_post(e, &d);
+}
+
+/* SPL_OP_CREDIT: queues the credit, or gives it back when its backend's queue is full. */
+static void spl_credit_take(struct spl_engine *e, const struct spl_job *m)
+{
+	struct spl_xq *q = &e->xq[m->xbe];
+
+	if (q->n == SPL_X_CREDITS) {
+		spl_xpost(e, m->id, SPL_X_UNUSED);
+		return;
+	}
+	q->c[(q->head + q->n) % SPL_X_CREDITS] = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen};
+	q->n++;
+}
+
+/* SPL_OP_FLUSH: gives back every credit queued for backend `be`. */
+static void spl_credit_drain(struct spl_engine *e, uint32_t be)
+{
+	struct spl_xq *q = &e->xq[be];
+
+	while (q->n > 0) {
+		spl_xpost(e, q->c[q->head].id, SPL_X_UNUSED);
+		q->head = (q->head + 1) % SPL_X_CREDITS;
+		q->n--;
+	}
+}
+
+/* Whether the idle connection of a credit can carry a request now: nothing arrived on it
+ * since it was found empty (the readiness cache vouches for it, or a peek finds nothing).
+ * Bytes or an end of stream mean the server closed it or is out of step. */
+static int spl_credit_alive(const struct spl_engine *e, const struct spl_xcredit *c)
+{
+	char byte;
+	ssize_t n;
+
+	if ((uint32_t)c->fd >= e->nfds)
+		return 0;
+	if (spl_fd_quiet(e, c->fd, c->gen))
+		return 1;
+	do
+		n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	return n == -1 && errno == EAGAIN;
+}
+
+/* Takes the oldest live credit of backend `be` into *out (the dead ones met on the way end
+ * SPL_X_DEAD). Returns 1, or 0 when none is left. */
+static int spl_credit_pop(struct spl_engine *e, uint32_t be, struct spl_xcredit *out)
+{
+	struct spl_xq *q = &e->xq[be];
+
+	while (q->n > 0) {
+		*out = q->c[q->head];
+		q->head = (q->head + 1) % SPL_X_CREDITS;
+		q->n--;
+		if (spl_credit_alive(e, out))
+			return 1;
+		spl_xpost(e, out->id, SPL_X_DEAD);
+	}
+	return 0;
+}
+
+/* Whether the request head buf[0..len), indexed in idx, may take the express lane (see
+ * engine.h); *no_body is set for HEAD. */
+static int spl_express_ok(const char *buf, const uint32_t *idx, int *no_body)
+{
+	const uint32_t need = SPL_H1_F_PLAIN | SPL_H1_F_HOST | SPL_H1_F_HOST_OK;
+	const uint32_t refuse = SPL_H1_F_CONTENT_LENGTH | SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT |
+				SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
+	uint32_t flags = idx[3];
+
+	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse))
+		return 0;
+	if ((flags & SPL_H1_F_CONNECTION) && !(flags & SPL_H1_F_CONN_KEEP_ALIVE))
+		return 0;
+	if (idx[4] == 3 && memcmp(buf, "GET", 3) == 0)
+		*no_body = 0;
+	else if (idx[4] == 4 && memcmp(buf, "HEAD", 4) == 0)
+		*no_body = 1;
+	else
+		return 0;
+	return buf[idx[5]] == '/' && memcmp(buf + idx[7], "1.1", 3) == 0;
+}
+
+/* Writes the IPv4 address `a` (host order) in dotted decimal at p; returns its length. */
+static uint32_t spl_ipv4_text(uint32_t a, char *p)
+{
+	uint32_t n = 0;
+	int shift, k;
+
+	for (shift = 24; shift >= 0; shift -= 8) {
+		uint32_t v = (a >> shift) & 0xff;
+		char d[3];
+
+		k = 0;
+		do {
+			d[k++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v > 0);
+		while (k > 0)
+			p[n++] = d[--k];
+		if (shift > 0)
+			p[n++] = '.';
+	}
+	return n;
+}
+
+/* The request head buf[0..len) (indexed in idx) as splicer forwards it without rules
+ * (splicer/http/h1.py forwarded_request() writes the same bytes): its request line and
+ * field lines as received, without the Connection field, and with `X-Forwarded-For: addr`
+ * last when xff. Writes it to out[0..cap); returns its length, or 0 when it does not fit. */
+static uint32_t spl_express_head(const char *buf, uint32_t len, const uint32_t *idx, int xff, uint32_t addr,
+				 char *out, uint32_t cap)
+{
+	uint32_t nf = idx[2], at = idx[SPL_H1_HDR_WORDS], n, i;
+
+	if (len + SPL_XFF_MAX > cap)
+		return 0;
+	memcpy(out, buf, at); /* the request line */
+	n = at;
+	for (i = 0; i < nf; i++) {
+		const uint32_t *f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
+		uint32_t end = i + 1 < nf ? f[SPL_H1_FIELD_WORDS] : len - 2;
+
+		if (f[4] == SPL_H1_ID_CONNECTION)
+			continue;
+		memcpy(out + n, buf + f[0], end - f[0]);
+		n += end - f[0];
+	}
+	if (xff) {
+		memcpy(out + n, SPL_XFF_NAME, sizeof(SPL_XFF_NAME) - 1);
+		n += sizeof(SPL_XFF_NAME) - 1;
+		n += spl_ipv4_text(addr, out + n);
+		out[n++] = '\r';
+		out[n++] = '\n';
+	}
+	out[n++] = '\r';
+	out[n++] = '\n';
+	return n;
+}
+
+/* The client's head job in slot s read a whole head: when it qualifies and a credit is
+ * there, turns the slot into the RELAY job of an express request on the credit's
+ * connection. Returns 1 when it did, 0 when the head goes to the caller as usual. */
+static int spl_express(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_job *job = &s->job;
+	uint32_t extras = e->cfg.nbufs > e->cfg.maxjobs ? e->cfg.nbufs - e->cfg.maxjobs : 0;
+	uint32_t *idx, n;
+	char *buf;
+	int no_body;
+	int32_t out;
+	struct spl_xcredit c;
+
+	if (s->hbuf == -1 || s->hgot == 0 || job->head_fd != job->src_fd || e->xheld + 2 > extras)
+		return 0;
+	buf = spl_hdata(e, s->hbuf);
+	idx = spl_hidx(e, s->hbuf);
+	spl_h1_parse(buf, s->hgot, idx);
+	s->hindexed = 1; /* (handed to the caller, it needs no second pass) */
+	if (!spl_express_ok(buf, idx, &no_body) || s->hgot + SPL_XFF_MAX > e->cfg.bufsize)
+		return 0;
+	out = spl_hbuf_take(e);
+	if (out == -1)
+		return 0;
+	if (!spl_credit_pop(e, s->xbe, &c)) {
+		e->hfree[e->nhfree++] = out;
+		return 0;
+	}
+	if (spl_attach(e, s, 1, c.fd, c.gen) != 0) {
+		e->hfree[e->nhfree++] = out;
+		spl_xpost(e, c.id, SPL_X_UNUSED);
+		return 0;
+	}
+	n = spl_express_head(buf, s->hgot, idx, (s->xflags & SPL_RELAY_XFF) != 0, s->xaddr, spl_hdata(e, out),
+			     e->cfg.bufsize);
+	/* (it fits: checked above) the slot becomes the request's RELAY job; reg[0] holds the
+	 * client, reg[1] the server, as spl_relay_plan leaves them */
+	e->xheld += 2; /* the out buffer, and the request head kept for a handover */
+	s->xout = out;
+	s->qbuf = s->hbuf;
+	s->qlen = s->hgot;
+	s->xreq = s->hgot;
+	s->xc = c;
+	s->xbusy = 1;
+	s->hbuf = -1;
+	job->next_id = s->xnext;
+	job->flags = SPL_JOB_RELAY;
+	job->src_fd = -1;
+	job->src_gen = 0;
+	job->dst_fd = c.fd;
+	job->dst_gen = c.gen;
+	job->head_fd = c.fd;
+	job->max_bytes = 0;
+	job->out_len = n;
+	job->out_buf = -1;
+	job->head_first_ms = s->x_first_ms;
+	job->head_ms = s->x_ms;
+	job->head_limit = s->x_limit;
+	job->src_idle_ms = 0;
+	job->dst_idle_ms = s->x_srv_ms;
+	job->relay_flags = no_body ? SPL_RELAY_NO_BODY : 0;
+	memset(s->dir, 0, sizeof(s->dir));
+	s->dir[0].src = -1;
+	s->dir[0].dst = c.fd;
+	s->dir[1].src = c.fd;
+	s->dir[1].dst = -1;
+	s->dir[1].left = UINT64_MAX;
+	s->dir[1].done = 1;
+	s->hgot = 0;
+	s->hstarted = 0;
+	s->hindexed = 0;
+	s->hinfo = 0;
+	s->hmore = 0;
+	s->planned = 0;
+	s->rextra = 0;
+	s->rbody = 0;
+	s->relayed = 0;
+	s->rflags = 0;
+	s->prefetched = 0;
+	s->out_off = s->out_total = 0;
+	s->pre = 0;
+	s->copy_have = s->copy_off = 0;
+	s->progress = 0;
+	s->last_ms = e->now_ms;
+	s->phase = SPL_PHASE_SEND;
+	spl_timer_set(e, s);
+	return 1;
+}
+
+/* Lets go of the out buffer of slot s's express request: the request is over. */
+static void spl_xrelease(struct spl_engine *e, struct spl_slot *s)
+{
+	if (s->xout != -1) {
+		e->hfree[e->nhfree++] = s->xout;
+		s->xout = -1;
+		e->xheld--;
+	}
+	s->xbusy = 0;
+}
+
+/* The express request of slot s was relayed whole (spl_chain, whose completion d becomes
+ * its credit's SPL_X_DONE): the request and response heads' buffers go back (Python needs
+ * only the status and sizes), the server connection goes back with the completion. */
+static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done *d)
+{
+	if (s->qbuf != -1) {
+		e->hfree[e->nhfree++] = s->qbuf;
+		s->qbuf = -1;
+		e->xheld--;
+	}
+	d->id = s->xc.id;
+	d->xkind = SPL_X_DONE;
+	d->xother = s->xnext;
+	d->xstatus = s->xstatus;
+	d->xreq = s->xreq;
+	if (d->head_buf != -1)
+		e->hfree[e->nhfree++] = d->head_buf;
+	d->head_buf = -1;
+	d->head_len = 0;
+	spl_xrelease(e, s);
+}
+
+/* The express request of slot s ended otherwise (spl_finish: a failure, a timeout, a
+ * cancel, or a response the engine does not relay): it is handed over. The credit ends
+ * SPL_X_HANDOVER with what a RELAY job's completion would have said (the response head and
+ * how its read ended; relayed, when the response had begun to go out, with how the relay
+ * ended), then the client's head job with xkind SPL_X_HANDOVER and the request head, as if
+ * it had just read it: the caller finishes the request as its own from there. */
+static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
+{
+	struct spl_done d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = s->xc.id;
+	d.xother = s->xnext;
+	d.xkind = SPL_X_HANDOVER;
+	d.bytes_fwd = s->dir[0].moved;
+	d.res = res;
+	d.how = how;
+	d.side = side;
+	d.phase = how == SPL_END_DONE ? SPL_PHASE_END : s->phase;
+	d.head_buf = -1;
+	if (s->rbuf != -1) { /* relaying: the client saw the response begin */
+		spl_relay_done(e, s, &d);
+	} else if (s->hbuf != -1) {
+		if (s->hgot > 0) { /* the response head, or what came of it */
+			d.head_buf = s->hbuf;
+			d.head_len = s->hgot;
+			if (!s->hindexed)
+				spl_index_head(e, s, how);
+		} else {
+			e->hfree[e->nhfree++] = s->hbuf;
+		}
+		s->hbuf = -1;
+	}
+	d.head_info = s->hinfo;
+	d.head_more = s->hmore;
+	spl_post(e, &d);
+	memset(&d, 0, sizeof(d));
+	d.id = s->xnext;
+	d.how = SPL_END_DONE;
+	d.phase = SPL_PHASE_END;
+	d.xkind = SPL_X_HANDOVER;
+	d.head_buf = s->qbuf; /* indexed when the express lane took it */
+	d.head_len = s->qlen;
+	s->qbuf = -1;
+	e->xheld--;
+	spl_post(e, &d);
+	spl_xrelease(e, s);
+}
+
+#endif /* SPL_EXPRESS_H */

@@ -1,0 +1,336 @@
+"""The express lane (engine.h): after a relayed response armed with RELAY_EXPRESS, the
+client's next qualifying requests are routed by the engine on server connections lent as
+credits, each credit ending in one completion (X_DONE, X_UNUSED, X_DEAD, X_HANDOVER).
+
+Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connections) and `cli` <->
+`client` (the proxy's client connection); every wait is bounded (conftest.run).
+"""
+from __future__ import annotations
+
+import asyncio
+
+from splicer.engine import binding
+from splicer.engine.binding import (JOB_RELAY, RELAY_EXPRESS, RELAY_XFF, UNTIL_EOF, X_DEAD, X_DONE,
+                                    X_HANDOVER, X_UNUSED)
+from splicer.engine.engine import JobEnd, Phase, ms
+from splicer.http import h1
+from tests.engine.conftest import engine, run
+from tests.engine.test_heads import REQ, read_all
+
+RESP = b"HTTP/1.1 200 OK\r\nServer: o\r\nContent-Length: 5\r\n\r\n"
+ADDR = 0x7F0000FE  # 127.0.0.254: the client address X-Forwarded-For names
+XB = 3             # the express backend the tests use
+
+
+def armed_relay(e, srv, cli, status_max=599, xff=True, splice_min=UNTIL_EOF):
+    """Submit the first request's RELAY job, arming the express lane; returns
+    ((id, fut), (next id, next fut))."""
+    relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(5.0), ms(5.0),
+             RELAY_EXPRESS | (RELAY_XFF if xff else 0), splice_min, XB, ADDR)
+    job = e.submit(-1, srv.fileno(), 0, JOB_RELAY, 0, 5000, REQ, srv.fileno(), 5000, 5000, 4000,
+                   dst_gen=e.gen(srv), relay=relay)
+    return job, e.chained
+
+
+async def first_exchange(e, origin, srv, cli, client, credits=(), done=None, **kw):
+    """The first request goes the usual way; returns the client's head job (id, fut).
+    `credits`: server sockets lent first (their completions go to the list `done`), so
+    that the engine has them before the client's next head can come (in thread mode too)."""
+    for sock in credits:
+        lend(e, sock, done)
+    job, nxt = armed_relay(e, srv, cli, **kw)
+    assert await read_all(origin, len(REQ)) == REQ
+    origin.sendall(RESP + b"hello")
+    c = await e.wait(*job)
+    assert (c.end, c.relayed, c.xkind) == (JobEnd.DONE, len(RESP), 0)
+    assert await read_all(client, len(RESP) + 5) == RESP + b"hello"
+    return nxt
+
+
+def lend(e, sock, results: list) -> int:
+    """Lend `sock` as a credit; its completion is appended to `results`."""
+    cid = e.credit(XB, sock, results.append)
+    assert cid is not None
+    return cid
+
+
+async def until(pred, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not pred():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.005)
+
+
+def forwarded(head: bytes) -> bytes:
+    """What splicer's Python path forwards for `head` with X-Forwarded-For 127.0.0.254."""
+    req = h1.parse_request(head, 100, binding.h1_index(head))
+    return h1.forwarded_request(head, req, "127.0.0.254")
+
+
+def test_a_qualifying_request_goes_on_a_credit_and_the_next_head_is_read(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    head = b"GET /b?q=1 HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nCookie: a=1\r\n\r\n"
+    plain = b"GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            client.sendall(head)
+            want = forwarded(head)
+            assert b"Connection" not in want and want.endswith(b"X-Forwarded-For: 127.0.0.254\r\n\r\n")
+            assert await read_all(origin2, len(want)) == want  # the same bytes as Python's path
+            origin2.sendall(RESP + b"world")
+            assert await read_all(client, len(RESP) + 5) == RESP + b"world"
+            await until(lambda: done)
+            c = done[0]
+            assert (c.xkind, c.end, c.xstatus, c.xreq, c.relayed, c.bytes_fwd, c.xother) == \
+                (X_DONE, JobEnd.DONE, 200, len(head), len(RESP), 5, nxt[0])
+            assert c.head is None and not c.spliced
+            client.sendall(plain)  # Connection: close: not for the express lane
+            n = await e.wait(*nxt)
+            assert (n.end, n.head, n.xkind) == (JobEnd.DONE, plain, 0)
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_without_a_credit_the_head_goes_to_the_caller(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            client.sendall(head)
+            n = await e.wait(*nxt)
+            assert (n.end, n.head, n.xkind) == (JobEnd.DONE, head, 0)
+            assert n.index == binding.h1_index(head)
+    run(main())
+
+
+def test_credits_are_taken_oldest_first_and_a_closed_one_ends_dead(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    dead_o, dead = net.tcp()
+    live_o, live = net.tcp()
+    head = b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [dead, live], done, xff=False)
+            dead_o.close()  # the server closed this idle connection
+            await asyncio.sleep(0.05)
+            client.sendall(head)
+            assert await read_all(live_o, len(head)) == head  # no X-Forwarded-For without RELAY_XFF
+            live_o.sendall(RESP)  # a response to HEAD has no body
+            assert await read_all(client, len(RESP)) == RESP
+            await until(lambda: len(done) == 2)
+            assert [c.xkind for c in done] == [X_DEAD, X_DONE]
+            assert done[1].bytes_fwd == 0 and done[1].xstatus == 200
+            e.cancel(nxt, lambda c: done.append(c))
+            await until(lambda: len(done) == 3)
+            assert done[2].end is JobEnd.CANCELLED
+    run(main())
+
+
+def test_a_response_the_engine_does_not_relay_is_handed_over_with_the_request(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+    resp = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done, status_max=499)
+            client.sendall(head)
+            assert await read_all(origin2, len(forwarded(head))) == forwarded(head)
+            origin2.sendall(resp)  # 503 > relay_status_max: the caller's to decide (a retry...)
+            n = await e.wait(*nxt)
+            assert (n.end, n.xkind, n.head) == (JobEnd.DONE, X_HANDOVER, head)
+            assert n.index == binding.h1_index(head)
+            assert len(done) == 1
+            c = done[0]
+            assert (c.xkind, c.end, c.phase, c.head, c.relayed, c.xother) == \
+                (X_HANDOVER, JobEnd.DONE, Phase.END, resp, 0, nxt[0])
+            assert c.index is not None  # the response head, indexed, as a RELAY job's
+            client.setblocking(False)
+            try:
+                assert client.recv(100) == b""  # nothing went to the client
+            except BlockingIOError:
+                pass
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_server_that_closes_before_answering_hands_the_request_over(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            client.sendall(head)
+            await read_all(origin2, len(forwarded(head)))
+            origin2.close()
+            n = await e.wait(*nxt)
+            assert (n.xkind, n.head) == (X_HANDOVER, head)
+            c = done[0]
+            assert (c.xkind, c.end, c.phase, c.head) == (X_HANDOVER, JobEnd.PEER_CLOSED, Phase.HEAD, None)
+    run(main())
+
+
+def test_a_relay_that_fails_midway_is_handed_over_as_relayed(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+    resp = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            client.sendall(head)
+            await read_all(origin2, len(forwarded(head)))
+            origin2.sendall(resp + b"x" * 10)
+            assert await read_all(client, len(resp) + 10) == resp + b"x" * 10
+            origin2.close()  # 90 bytes short
+            n = await e.wait(*nxt)
+            assert (n.xkind, n.head) == (X_HANDOVER, head)
+            c = done[0]
+            assert (c.xkind, c.end, c.phase, c.relayed, c.bytes_fwd, c.head) == \
+                (X_HANDOVER, JobEnd.PEER_CLOSED, Phase.BODY, len(resp), 10, resp)
+    run(main())
+
+
+def test_flush_gives_queued_credits_back_unused(net):
+    a_o, a = net.tcp()
+    b_o, b = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            lend(e, a, done)
+            lend(e, b, done)
+            e.credit_flush(XB)
+            await until(lambda: len(done) == 2)
+            assert [c.xkind for c in done] == [X_UNUSED, X_UNUSED]
+            assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_cancel_during_an_express_request_lets_it_finish(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"y" * 300_000
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done, splice_min=1)
+            client.sendall(head)
+            await read_all(origin2, len(forwarded(head)))
+            resp = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+            origin2.sendall(resp)
+            await asyncio.sleep(0.05)
+            cancelled: list = []
+            e.cancel(nxt, cancelled.append)  # (a soft stop closing what it takes for idle)
+            got = asyncio.ensure_future(read_all(client, len(resp) + len(body)))
+            await asyncio.get_running_loop().sock_sendall(origin2, body)
+            assert await got == resp + body  # the response went whole
+            await until(lambda: done and cancelled)
+            assert (done[0].xkind, done[0].end, done[0].bytes_fwd) == (X_DONE, JobEnd.DONE, len(body))
+            assert done[0].spliced
+            assert cancelled[0].end is JobEnd.CANCELLED
+    run(main())
+
+
+def test_heads_the_express_lane_leaves_to_the_caller(net):
+    """Only whole GET/HEAD HTTP/1.1 heads without a body, an Upgrade, an Expect or a
+    hop-by-hop field other than Connection: keep-alive qualify."""
+    heads = [
+        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"GET /b HTTP/1.0\r\nHost: x\r\n\r\n",
+        b"GET /b HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+        b"GET /b HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+        b"GET /b HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n\r\n",
+        b"GET http://x/b HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /b HTTP/1.1\r\n\r\n",
+        b"GET /b HTTP/1.1\r\nHost: x\r\nX-A:  1\r\n\r\n",  # not a plain field line
+    ]
+    for head in heads:
+        origin, srv = net.tcp()
+        cli, client = net.tcp()
+        spare_o, spare = net.tcp()
+
+        async def main():
+            async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+                done: list = []
+                nxt = await first_exchange(e, origin, srv, cli, client, [spare], done)
+                client.sendall(head)
+                n = await e.wait(*nxt)
+                assert (n.head, n.xkind) == (head, 0), head
+                assert not done  # the credit is still queued
+                e.credit_flush(XB)
+                await until(lambda: done)
+                assert done[0].xkind == X_UNUSED
+        run(main())
+
+
+def test_the_forwarded_head_matches_pythons_for_browser_like_heads(net):
+    """The engine's forwarded head is byte for byte what h1.forwarded_request() writes."""
+    heads = [
+        b"GET /p?q=%d HTTP/1.1\r\nHost: www.example.com\r\nUser-Agent: Mozilla/5.0 (X11)\r\n"
+        b"Accept: text/html,*/*;q=0.8\r\nCookie: sid=%d; theme=dark\r\nReferer: http://example.com/%d\r\n"
+        b"Connection: keep-alive\r\n\r\n" % (i, i * 7, i * 3) for i in range(3)
+    ] + [b"GET / HTTP/1.1\r\nhost: a\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n",
+         b"HEAD /x HTTP/1.1\r\nConnection: keep-alive\r\nHost: a:8080\r\n\r\n"]
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    servers = [net.tcp() for _ in heads]
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [p[1] for p in servers], done)
+            for k, head in enumerate(heads):
+                client.sendall(head)
+                want = forwarded(head)
+                assert await read_all(servers[k][0], len(want)) == want  # the oldest credit first
+                servers[k][0].sendall(RESP + (b"" if head.startswith(b"HEAD") else b"hello"))
+                await until(lambda: len(done) == k + 1)
+                assert done[k].xkind == X_DONE
+            e.cancel(nxt, lambda c: None)
+    run(main())
+
+
+def test_no_buffer_beyond_one_a_job_means_no_express_lane(net):
+    """Without head buffers beyond one a job (nbufs == maxjobs) the engine never takes the
+    express lane: the jobs must never lack a buffer."""
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    spare_o, spare = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=8) as e:
+            done: list = []
+            nxt = await first_exchange(e, origin, srv, cli, client, [spare], done)
+            client.sendall(head)
+            n = await e.wait(*nxt)
+            assert (n.head, n.xkind) == (head, 0)
+            e.credit_flush(XB)
+            await until(lambda: done)
+    run(main())
