@@ -81,7 +81,8 @@ struct spl_fdreg {
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
 	SPL_OP_CANCEL = 1,
-	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection, xbe its backend */
+	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection, src_fd the
+	                    * client, next_id the client's head job */
 	SPL_OP_FLUSH = 3,  /* job.xbe: the backend whose credits go back */
 };
 
@@ -90,13 +91,6 @@ struct spl_xcredit {
 	uint64_t id;
 	int32_t fd;
 	uint32_t gen;
-};
-
-/* The credits of one express backend, oldest first (a ring). */
-struct spl_xq {
-	struct spl_xcredit c[SPL_X_CREDITS];
-	uint32_t head;
-	uint32_t n;
 };
 
 enum spl_wait {
@@ -160,12 +154,14 @@ struct spl_slot {
 	uint32_t xbe;          /* the backend whose credits it takes */
 	uint32_t xaddr;        /* the client's IPv4 address (X-Forwarded-For) */
 	uint32_t xflags;       /* the arming job's relay flags (SPL_RELAY_XFF) */
+	uint32_t xmaxhdr;      /* most fields an express request may have */
 	uint32_t x_first_ms, x_ms, x_limit, x_srv_ms; /* the server side's head timeouts and
 	                        * limit, and its idle timeout, from the arming job */
 	uint32_t xstatus;      /* the relayed response's status */
 	uint32_t xreq;         /* the request head's bytes */
 	uint64_t xnext;        /* the client's head job id */
-	struct spl_xcredit xc; /* the credit in use */
+	struct spl_xcredit xc; /* its credit: the connection of its next express request */
+	uint8_t xhas;          /* xc holds one */
 	int32_t qbuf;          /* the request head's buffer, kept until its response is relayed */
 	uint32_t qlen;         /* its bytes */
 	int32_t xout;          /* a head buffer serving as the out buffer of the express request */
@@ -223,7 +219,6 @@ struct spl_engine {
 	atomic_uint rel_head;
 	atomic_uint rel_tail;
 	struct spl_tlink *tlinks;     /* the wheel's links, one per slot */
-	struct spl_xq *xq;            /* the express backends' credits, SPL_X_BACKENDS queues */
 	uint32_t xheld;               /* head buffers express requests hold beyond one a job
 	                               * (at most nbufs - maxjobs: the jobs never lack one) */
 	struct spl_fdreg *fds;        /* by fd number, nfds entries */
@@ -568,6 +563,7 @@ static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_
 }
 
 static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side);
+static void spl_xpost(struct spl_engine *e, uint64_t id, uint32_t kind);
 
 /* Ends the job in slot s: detaches its fds, returns its pipes, posts its completion. */
 static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side)
@@ -595,6 +591,10 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	if (s->xbusy) {
 		spl_xfinish(e, s, how, res, side);
 		goto freed;
+	}
+	if (s->xhas) { /* first: its connection is back in its pool before the head is handled */
+		spl_xpost(e, s->xc.id, SPL_X_UNUSED);
+		s->xhas = 0;
 	}
 	memset(&d, 0, sizeof(d));
 	d.id = s->job.id;
@@ -1382,6 +1382,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		s->xbe = job->xbe;
 		s->xaddr = job->xaddr;
 		s->xflags = job->relay_flags;
+		s->xmaxhdr = job->xmaxhdr;
 		s->x_first_ms = job->head_first_ms;
 		s->x_ms = job->head_ms;
 		s->x_limit = job->head_limit;
@@ -1476,7 +1477,7 @@ static void spl_take_messages(struct spl_engine *e)
 		else if (m.op == SPL_OP_CREDIT)
 			spl_credit_take(e, &m.job);
 		else
-			spl_credit_drain(e, m.job.xbe);
+			spl_credit_flush_be(e, m.job.xbe);
 		tail = atomic_load_explicit(&e->sq_tail, memory_order_acquire);
 	}
 }
@@ -1701,7 +1702,6 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->rel);
 	free(e->fds);
 	free(e->tlinks);
-	free(e->xq);
 	free(e);
 }
 
@@ -1762,8 +1762,7 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 			goto fail;
 	}
 	e->tlinks = calloc(cfg->maxjobs, sizeof(*e->tlinks));
-	e->xq = calloc(SPL_X_BACKENDS, sizeof(*e->xq));
-	if (e->tlinks == NULL || e->xq == NULL)
+	if (e->tlinks == NULL)
 		goto fail;
 	spl_wheel_init(&e->wheel, e->tlinks);
 	for (i = 0; i < cfg->maxjobs; i++)
@@ -1939,12 +1938,12 @@ int spl_push(struct spl_engine *e, const struct spl_job *job)
 	return rc;
 }
 
-int spl_credit(struct spl_engine *e, uint32_t be, uint64_t id, int fd, uint32_t gen)
+int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen)
 {
 	struct spl_job job;
 	int rc;
 
-	if (e == NULL || be >= SPL_X_BACKENDS || id == 0 || fd < 0)
+	if (e == NULL || id == 0 || head_id == 0 || fd < 0 || cli_fd < 0 || fd == cli_fd)
 		return -EINVAL;
 	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + 1 > e->cfg.maxjobs)
 		return -EAGAIN; /* its completion needs room in the ring, as a job's */
@@ -1952,7 +1951,8 @@ int spl_credit(struct spl_engine *e, uint32_t be, uint64_t id, int fd, uint32_t 
 	job.id = id;
 	job.dst_fd = fd;
 	job.dst_gen = gen;
-	job.xbe = be;
+	job.src_fd = cli_fd;
+	job.next_id = head_id;
 	rc = spl_queue(e, SPL_OP_CREDIT, &job);
 	if (rc == 0)
 		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);

@@ -4,12 +4,12 @@
  * Included once by engine.c, after the slot and engine types and the job phases it builds
  * on: an express request is the client's head job turned, in place, into the RELAY job the
  * caller would have submitted for it (send the head on a server connection, read the
- * response head, relay it, read the next head), on a connection the caller lent as a
- * credit. Python keeps every decision but the one it delegated: it picks the server and
+ * response head, relay it, read the next head), on the connection the caller lent that head
+ * job as its credit. Python keeps every decision but the one it delegated: it picks the server and
  * takes the connection from its idle pool before it lends it, counts and logs each request
  * from its credit's completion, and takes back any request the engine cannot finish
- * (SPL_X_HANDOVER). Nothing here allocates: credits live in fixed rings, buffers come from
- * the head buffers beyond one a job (nbufs - maxjobs).
+ * (SPL_X_HANDOVER). Nothing here allocates: a credit lives in its head job's slot, buffers
+ * come from the head buffers beyond one a job (nbufs - maxjobs).
  */
 #ifndef SPL_EXPRESS_H
 #define SPL_EXPRESS_H
@@ -31,28 +31,54 @@ static void spl_xpost(struct spl_engine *e, uint64_t id, uint32_t kind)
 	spl_post(e, &d);
 }
 
-/* SPL_OP_CREDIT: queues the credit, or gives it back when its backend's queue is full. */
+/* The express head job that runs on client socket `cli` as job `head_id`, or NULL. */
+static struct spl_slot *spl_head_slot(struct spl_engine *e, int cli, uint64_t head_id)
+{
+	const struct spl_fdreg *r;
+	int k;
+
+	if (cli < 0 || (uint32_t)cli >= e->nfds)
+		return NULL;
+	r = &e->fds[cli];
+	for (k = 0; k < SPL_FD_USERS; k++) {
+		struct spl_slot *s;
+
+		if (r->users[k] == 0)
+			continue;
+		s = &e->slots[r->users[k] - 1];
+		if (s->active && s->job.id == head_id && s->xarmed && !s->xbusy && !s->xhas)
+			return s;
+	}
+	return NULL;
+}
+
+/* SPL_OP_CREDIT: gives the credit to the head job it names, or back when that job no longer
+ * waits for a head (it ended, or its head came meanwhile and went to the caller). */
 static void spl_credit_take(struct spl_engine *e, const struct spl_job *m)
 {
-	struct spl_xq *q = &e->xq[m->xbe];
+	struct spl_slot *s = spl_head_slot(e, m->src_fd, m->next_id);
 
-	if (q->n == SPL_X_CREDITS) {
+	if (s == NULL) {
 		spl_xpost(e, m->id, SPL_X_UNUSED);
 		return;
 	}
-	q->c[(q->head + q->n) % SPL_X_CREDITS] = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen};
-	q->n++;
+	s->xc = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen};
+	s->xhas = 1;
 }
 
-/* SPL_OP_FLUSH: gives back every credit queued for backend `be`. */
-static void spl_credit_drain(struct spl_engine *e, uint32_t be)
+/* SPL_OP_FLUSH: gives back every credit of backend `be` not carrying a request. Scans the
+ * jobs: for a change of a server's state, not the request path. */
+static void spl_credit_flush_be(struct spl_engine *e, uint32_t be)
 {
-	struct spl_xq *q = &e->xq[be];
+	uint32_t i;
 
-	while (q->n > 0) {
-		spl_xpost(e, q->c[q->head].id, SPL_X_UNUSED);
-		q->head = (q->head + 1) % SPL_X_CREDITS;
-		q->n--;
+	for (i = 0; i < e->cfg.maxjobs; i++) {
+		struct spl_slot *s = &e->slots[i];
+
+		if (s->active && s->xhas && s->xbe == be) {
+			spl_xpost(e, s->xc.id, SPL_X_UNUSED);
+			s->xhas = 0;
+		}
 	}
 }
 
@@ -74,33 +100,34 @@ static int spl_credit_alive(const struct spl_engine *e, const struct spl_xcredit
 	return n == -1 && errno == EAGAIN;
 }
 
-/* Takes the oldest live credit of backend `be` into *out (the dead ones met on the way end
- * SPL_X_DEAD). Returns 1, or 0 when none is left. */
-static int spl_credit_pop(struct spl_engine *e, uint32_t be, struct spl_xcredit *out)
+/* Whether a request-target is plain: origin-form, no byte of "%;#\\" and no "/." (what
+ * splicer/http/normalize.py ambiguity() tests first: such a target is never ambiguous). */
+static int spl_target_plain(const char *t, uint32_t len)
 {
-	struct spl_xq *q = &e->xq[be];
+	uint32_t i;
 
-	while (q->n > 0) {
-		*out = q->c[q->head];
-		q->head = (q->head + 1) % SPL_X_CREDITS;
-		q->n--;
-		if (spl_credit_alive(e, out))
-			return 1;
-		spl_xpost(e, out->id, SPL_X_DEAD);
+	if (len == 0 || t[0] != '/')
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = t[i];
+
+		if (c == '%' || c == ';' || c == '#' || c == '\\' || (c == '.' && t[i - 1] == '/'))
+			return 0;
 	}
-	return 0;
+	return 1;
 }
 
 /* Whether the request head buf[0..len), indexed in idx, may take the express lane (see
- * engine.h); *no_body is set for HEAD. */
-static int spl_express_ok(const char *buf, const uint32_t *idx, int *no_body)
+ * engine.h) with at most `maxhdr` fields; *no_body is set for HEAD. */
+static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body)
 {
 	const uint32_t need = SPL_H1_F_PLAIN | SPL_H1_F_HOST | SPL_H1_F_HOST_OK;
 	const uint32_t refuse = SPL_H1_F_CONTENT_LENGTH | SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT |
 				SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
 	uint32_t flags = idx[3];
 
-	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse))
+	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse) ||
+	    idx[2] > maxhdr)
 		return 0;
 	if ((flags & SPL_H1_F_CONNECTION) && !(flags & SPL_H1_F_CONN_KEEP_ALIVE))
 		return 0;
@@ -110,7 +137,7 @@ static int spl_express_ok(const char *buf, const uint32_t *idx, int *no_body)
 		*no_body = 1;
 	else
 		return 0;
-	return buf[idx[5]] == '/' && memcmp(buf + idx[7], "1.1", 3) == 0;
+	return memcmp(buf + idx[7], "1.1", 3) == 0 && spl_target_plain(buf + idx[5], idx[6] - idx[5]);
 }
 
 /* Writes the IPv4 address `a` (host order) in dotted decimal at p; returns its length. */
@@ -183,26 +210,30 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	int32_t out;
 	struct spl_xcredit c;
 
-	if (s->hbuf == -1 || s->hgot == 0 || job->head_fd != job->src_fd || e->xheld + 2 > extras)
+	if (!s->xhas || s->hbuf == -1 || s->hgot == 0 || job->head_fd != job->src_fd || e->xheld + 2 > extras)
 		return 0;
 	buf = spl_hdata(e, s->hbuf);
 	idx = spl_hidx(e, s->hbuf);
 	spl_h1_parse(buf, s->hgot, idx);
 	s->hindexed = 1; /* (handed to the caller, it needs no second pass) */
-	if (!spl_express_ok(buf, idx, &no_body) || s->hgot + SPL_XFF_MAX > e->cfg.bufsize)
+	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body) || s->hgot + SPL_XFF_MAX > e->cfg.bufsize)
 		return 0;
+	if (!s->xhas)
+		return 0;
+	c = s->xc;
+	if (!spl_credit_alive(e, &c)) { /* the server closed it meanwhile: the caller takes the head */
+		s->xhas = 0;
+		spl_xpost(e, c.id, SPL_X_DEAD);
+		return 0;
+	}
 	out = spl_hbuf_take(e);
 	if (out == -1)
 		return 0;
-	if (!spl_credit_pop(e, s->xbe, &c)) {
-		e->hfree[e->nhfree++] = out;
-		return 0;
-	}
 	if (spl_attach(e, s, 1, c.fd, c.gen) != 0) {
 		e->hfree[e->nhfree++] = out;
-		spl_xpost(e, c.id, SPL_X_UNUSED);
-		return 0;
+		return 0; /* (the credit goes back with the head job's end) */
 	}
+	s->xhas = 0;
 	n = spl_express_head(buf, s->hgot, idx, (s->xflags & SPL_RELAY_XFF) != 0, s->xaddr, spl_hdata(e, out),
 			     e->cfg.bufsize);
 	/* (it fits: checked above) the slot becomes the request's RELAY job; reg[0] holds the

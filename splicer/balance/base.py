@@ -151,6 +151,19 @@ class Balancer:
         """
         raise NotImplementedError
 
+    def turn_state(self):
+        """What pick() changes of the algorithm's own state (its turn), for set_turn_state()
+        to put back right after a pick that was not used. None: the algorithm keeps none."""
+        return None
+
+    def set_turn_state(self, state) -> None:
+        """Put back a turn_state() taken just before the last pick()."""
+
+    def unpick(self, i: int, now: float = 0.0) -> None:
+        """Take back an earlier pick of server `i` that served no request (an express credit
+        given back: runtime/express.py), whatever was picked since, as far as the algorithm
+        can; its default takes back nothing."""
+
     def set_up(self, i: int, up: bool, now: float = 0.0) -> None:
         """Report server `i` as usable or not (haproxy set_server_status_up/down). A server
         that comes back UP with a `slowstart` starts its ramp at `now`."""

@@ -46,6 +46,29 @@ class RoundRobin(Balancer):
             cur[best] -= total
         return best
 
+    def turn_state(self) -> list[int]:
+        """See Balancer.turn_state: the servers' scores."""
+        return list(self._current)
+
+    def set_turn_state(self, state: list[int]) -> None:
+        self._current[:] = state
+
+    def unpick(self, i: int, now: float = 0.0) -> None:
+        """See Balancer.unpick: a pick adds each server of the group its weight and takes the
+        total from the one picked; sums commute, so taking them back leaves the scores as if
+        that pick had never been, whatever came after (exact while the group and the
+        weights are the same as then)."""
+        if not self.up[i]:
+            return  # (a server gone since starts from a zero score when it comes back)
+        cur = self._current
+        total = 0
+        ramping = self.ramping
+        for j in self.group():
+            w = self.eweight(j, now) if ramping else self.weights[j] * WEIGHT_SCALE
+            cur[j] -= w
+            total += w
+        cur[i] += total
+
     def set_up(self, i: int, up: bool, now: float = 0.0) -> None:
         """See Balancer.set_up; a server that comes back starts from a zero score."""
         if up != self.up[i]:

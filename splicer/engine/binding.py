@@ -26,15 +26,15 @@ ABI = 12
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
-_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQII")
+_JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQIIII")
 """struct spl_job as bytes: id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms,
 out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
 relay_status_max, next_id, cli_fd, cli_gen, cli_idle_ms, next_first_ms, next_ms, relay_flags,
-splice_min, xbe, xaddr (native byte order, the offsets the compiler gave; checked below)."""
+splice_min, xbe, xaddr, xmaxhdr, xpad (native byte order, the offsets the compiler gave; checked below)."""
 _JOB_FIELDS = ("id", "src_fd", "dst_fd", "max_bytes", "flags", "src_idle_ms", "dst_idle_ms", "out_len",
                "out_buf", "head_fd", "head_first_ms", "head_ms", "head_limit", "src_gen", "dst_gen",
                "relay_status_max", "next_id", "cli_fd", "cli_gen", "cli_idle_ms", "next_first_ms", "next_ms",
-               "relay_flags", "splice_min", "xbe", "xaddr")
+               "relay_flags", "splice_min", "xbe", "xaddr", "xmaxhdr", "xpad")
 _offsets = [struct.calcsize("=" + _JOB.format[1:i]) for i in range(1, len(_JOB_FIELDS) + 1)]
 if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struct spl_job", f)
                                                               for f in _JOB_FIELDS]:  # pragma: no cover
@@ -47,9 +47,9 @@ head_len, head_info, head_more, relayed, relay_flags, relay_ms, xkind, xstatus, 
 unpacked in one call, not field by field."""
 _NO_RELAY = (0, -1, 0, 0, 0, 0, 0, 0)
 """struct spl_job's relay fields of a job without JOB_RELAY."""
-_NO_EXPRESS = (0, 0)
-"""struct spl_job's xbe and xaddr of a job that does not arm the express lane (a `relay`
-tuple of 8 fields)."""
+_NO_EXPRESS = (0, 0, 0, 0)
+"""struct spl_job's xbe, xaddr, xmaxhdr and xpad of a job that does not arm the express lane
+(a `relay` tuple of 8 fields)."""
 _DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
                 "head_info", "head_more", "relayed", "relay_flags", "relay_ms", "xkind", "xstatus", "xreq", "xother")
 _offsets = [struct.calcsize("=" + _DONE.format[1:i]) for i in range(1, len(_DONE_FIELDS) + 1)]
@@ -333,8 +333,8 @@ class EngineHandle:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
         without waking the engine: call wake() once after a batch of submits. `relay`: with
         JOB_RELAY, the job's (relay_status_max, cli_fd, cli_gen, cli_idle_ms, next_first_ms,
-        next_ms, relay_flags, splice_min), optionally followed by (xbe, xaddr) for
-        RELAY_EXPRESS.
+        next_ms, relay_flags, splice_min), optionally followed by (xbe, xaddr, xmaxhdr, 0)
+        for RELAY_EXPRESS.
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -391,17 +391,18 @@ class EngineHandle:
         (spl_job_relaying: a scan of the jobs, for the runtime API)."""
         return self._e is not None and lib.spl_job_relaying(self._e, job_id) == 1
 
-    def credit(self, xbe: int, credit_id: int, fd: int, gen: int) -> bool:
+    def credit(self, head_id: int, cli_fd: int, credit_id: int, fd: int, gen: int) -> bool:
         """Lend the engine the server connection `fd` (generation `gen`) as credit
-        `credit_id` for one express request of express backend `xbe` (spl_credit; wake()
-        after a batch). False when the engine has no room for it now.
+        `credit_id` for the next express request of head job `head_id`, which reads client
+        socket `cli_fd` (spl_credit; wake() after a batch). False when the engine has no
+        room for it now.
 
         Raises:
             EngineError: a bad argument (EINVAL) or a closed engine.
         """
         if self._e is None:
             raise EngineError(_errno.EBADF, "spl_credit: the engine is closed")
-        rc = lib.spl_credit(self._e, xbe, credit_id, fd, gen)
+        rc = lib.spl_credit(self._e, head_id, cli_fd, credit_id, fd, gen)
         if rc == -_errno.EAGAIN:
             return False
         if rc != 0:
@@ -409,8 +410,8 @@ class EngineHandle:
         return True
 
     def credit_flush(self, xbe: int) -> bool:
-        """Have the engine give back every credit queued for express backend `xbe`
-        (spl_credit_flush: each ends X_UNUSED). False when its queue is full now."""
+        """Have the engine give back every credit of express backend `xbe` not carrying a
+        request (spl_credit_flush: each ends X_UNUSED). False when its queue is full now."""
         if self._e is None:
             return False
         rc = lib.spl_credit_flush(self._e, xbe)

@@ -323,16 +323,16 @@ class Engine:
                                           _PHASES[phase], head, info != 0, index, more, relayed,
                                           rflags & _SPLICED != 0, rms, xkind, xstatus, xreq, xother))
 
-    def credit(self, xbe: int, sock, done) -> int | None:
-        """Lend the engine the idle server connection `sock` for one express request of
-        express backend `xbe` (engine.h, "the express lane"); `done(Completion)` is called
-        with the credit's completion (Completion.xkind says how it ended), and until then
-        the engine owns the socket. Returns the credit's id, or None when the engine has no
-        room for it now (nothing was lent)."""
+    def credit(self, head_id: int, cli, sock, done) -> int | None:
+        """Lend the engine the idle server connection `sock` for the next express request of
+        head job `head_id`, which reads client socket `cli` (engine.h, "the express lane");
+        `done(Completion)` is called with the credit's completion (Completion.xkind says how
+        it ended), and until then the engine owns the socket. Returns the credit's id, or
+        None when the engine has no room for it now (nothing was lent)."""
         if self._closing:
             return None
         credit_id = self._next
-        if not self._h.credit(xbe, credit_id, sock.fileno(), self.gen(sock)):
+        if not self._h.credit(head_id, cli.fileno(), credit_id, sock.fileno(), self.gen(sock)):
             return None
         self._next += 1
         self._cbs[credit_id] = done
@@ -341,9 +341,19 @@ class Engine:
             self.loop.call_soon(self._wake)
         return credit_id
 
+    def waiting(self, job_id: int):
+        """The callback waiting for job `job_id`'s completion, or None."""
+        return self._cbs.get(job_id)
+
+    def takes_handover(self, job_id: int) -> bool:
+        """Whether the callback waiting for job `job_id`'s completion takes a request the
+        express lane hands over (its class says TAKES_HANDOVER: an HTTP session); not a
+        cancel's callback, nor a job nobody waits for."""
+        return getattr(self._cbs.get(job_id), "TAKES_HANDOVER", False)
+
     def credit_flush(self, xbe: int) -> None:
-        """Have the engine give back every credit queued for express backend `xbe` (each
-        completes X_UNUSED); in use ones complete as their requests end."""
+        """Have the engine give back every credit of express backend `xbe` not carrying a
+        request (each completes X_UNUSED); the others complete as their requests end."""
         if not self._closed:
             self._h.credit_flush(xbe)
 

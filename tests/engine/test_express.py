@@ -1,6 +1,7 @@
 """The express lane (engine.h): after a relayed response armed with RELAY_EXPRESS, the
-client's next qualifying requests are routed by the engine on server connections lent as
-credits, each credit ending in one completion (X_DONE, X_UNUSED, X_DEAD, X_HANDOVER).
+client's next qualifying request is routed by the engine on the server connection lent to
+its head job as a credit, each credit ending in one completion (X_DONE, X_UNUSED, X_DEAD,
+X_HANDOVER).
 
 Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connections) and `cli` <->
 `client` (the proxy's client connection); every wait is bounded (conftest.run).
@@ -8,6 +9,7 @@ Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connections) and
 from __future__ import annotations
 
 import asyncio
+import socket
 
 from splicer.engine import binding
 from splicer.engine.binding import (JOB_RELAY, RELAY_EXPRESS, RELAY_XFF, UNTIL_EOF, X_DEAD, X_DONE,
@@ -26,18 +28,14 @@ def armed_relay(e, srv, cli, status_max=599, xff=True, splice_min=UNTIL_EOF):
     """Submit the first request's RELAY job, arming the express lane; returns
     ((id, fut), (next id, next fut))."""
     relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(5.0), ms(5.0),
-             RELAY_EXPRESS | (RELAY_XFF if xff else 0), splice_min, XB, ADDR)
+             RELAY_EXPRESS | (RELAY_XFF if xff else 0), splice_min, XB, ADDR, 101, 0)
     job = e.submit(-1, srv.fileno(), 0, JOB_RELAY, 0, 5000, REQ, srv.fileno(), 5000, 5000, 4000,
                    dst_gen=e.gen(srv), relay=relay)
     return job, e.chained
 
 
-async def first_exchange(e, origin, srv, cli, client, credits=(), done=None, **kw):
-    """The first request goes the usual way; returns the client's head job (id, fut).
-    `credits`: server sockets lent first (their completions go to the list `done`), so
-    that the engine has them before the client's next head can come (in thread mode too)."""
-    for sock in credits:
-        lend(e, sock, done)
+async def first_exchange(e, origin, srv, cli, client, **kw):
+    """The first request goes the usual way; returns the client's head job (id, fut)."""
     job, nxt = armed_relay(e, srv, cli, **kw)
     assert await read_all(origin, len(REQ)) == REQ
     origin.sendall(RESP + b"hello")
@@ -47,11 +45,29 @@ async def first_exchange(e, origin, srv, cli, client, credits=(), done=None, **k
     return nxt
 
 
-def lend(e, sock, results: list) -> int:
-    """Lend `sock` as a credit; its completion is appended to `results`."""
-    cid = e.credit(XB, sock, results.append)
+async def lend(e, nxt, cli, sock, results: list) -> int:
+    """Lend `sock` as the credit of head job `nxt` (reading `cli`); its completion is
+    appended to `results`. Returns once the engine took it (sync())."""
+    cid = e.credit(nxt[0], cli, sock, results.append)
     assert cid is not None
+    await sync(e)
     return cid
+
+
+async def sync(e) -> None:
+    """Until the engine took every message queued before: a head job on a socket that
+    holds a head already completes in the turn that starts it (messages are taken in
+    order)."""
+    a, b = socket.socketpair()
+    try:
+        a.setblocking(False)
+        b.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        job = e.submit(a.fileno(), -1, 0, 0, head_fd=a.fileno(), head_first_ms=5000, head_ms=5000, head_limit=4000)
+        c = await e.wait(*job)
+        assert c.end is JobEnd.DONE
+    finally:
+        a.close()
+        b.close()
 
 
 async def until(pred, timeout: float = 5.0) -> None:
@@ -78,7 +94,8 @@ def test_a_qualifying_request_goes_on_a_credit_and_the_next_head_is_read(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            await lend(e, nxt, cli, srv2, done)
             client.sendall(head)
             want = forwarded(head)
             assert b"Connection" not in want and want.endswith(b"X-Forwarded-For: 127.0.0.254\r\n\r\n")
@@ -90,7 +107,7 @@ def test_a_qualifying_request_goes_on_a_credit_and_the_next_head_is_read(net):
             assert (c.xkind, c.end, c.xstatus, c.xreq, c.relayed, c.bytes_fwd, c.xother) == \
                 (X_DONE, JobEnd.DONE, 200, len(head), len(RESP), 5, nxt[0])
             assert c.head is None and not c.spliced
-            client.sendall(plain)  # Connection: close: not for the express lane
+            client.sendall(plain)  # no credit for it: the caller's
             n = await e.wait(*nxt)
             assert (n.end, n.head, n.xkind) == (JobEnd.DONE, plain, 0)
             assert e.stats().jobs_active == 0
@@ -112,29 +129,46 @@ def test_without_a_credit_the_head_goes_to_the_caller(net):
     run(main())
 
 
-def test_credits_are_taken_oldest_first_and_a_closed_one_ends_dead(net):
+def test_a_credit_the_server_closed_ends_dead_and_the_head_goes_to_the_caller(net):
     origin, srv = net.tcp()
     cli, client = net.tcp()
     dead_o, dead = net.tcp()
+    head = b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client, xff=False)
+            done: list = []
+            await lend(e, nxt, cli, dead, done)
+            dead_o.close()  # the server closed this idle connection
+            await asyncio.sleep(0.05)
+            client.sendall(head)
+            n = await e.wait(*nxt)
+            assert (n.end, n.head, n.xkind) == (JobEnd.DONE, head, 0)
+            assert [c.xkind for c in done] == [X_DEAD]
+    run(main())
+
+
+def test_a_head_request_goes_without_x_forwarded_for_when_not_asked(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
     live_o, live = net.tcp()
     head = b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client, xff=False)
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [dead, live], done, xff=False)
-            dead_o.close()  # the server closed this idle connection
-            await asyncio.sleep(0.05)
+            await lend(e, nxt, cli, live, done)
             client.sendall(head)
             assert await read_all(live_o, len(head)) == head  # no X-Forwarded-For without RELAY_XFF
             live_o.sendall(RESP)  # a response to HEAD has no body
             assert await read_all(client, len(RESP)) == RESP
-            await until(lambda: len(done) == 2)
-            assert [c.xkind for c in done] == [X_DEAD, X_DONE]
-            assert done[1].bytes_fwd == 0 and done[1].xstatus == 200
+            await until(lambda: done)
+            assert (done[0].xkind, done[0].bytes_fwd, done[0].xstatus) == (X_DONE, 0, 200)
             e.cancel(nxt, lambda c: done.append(c))
-            await until(lambda: len(done) == 3)
-            assert done[2].end is JobEnd.CANCELLED
+            await until(lambda: len(done) == 2)
+            assert done[1].end is JobEnd.CANCELLED
     run(main())
 
 
@@ -148,7 +182,8 @@ def test_a_response_the_engine_does_not_relay_is_handed_over_with_the_request(ne
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done, status_max=499)
+            nxt = await first_exchange(e, origin, srv, cli, client, status_max=499)
+            await lend(e, nxt, cli, srv2, done)
             client.sendall(head)
             assert await read_all(origin2, len(forwarded(head))) == forwarded(head)
             origin2.sendall(resp)  # 503 > relay_status_max: the caller's to decide (a retry...)
@@ -178,7 +213,8 @@ def test_a_server_that_closes_before_answering_hands_the_request_over(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            await lend(e, nxt, cli, srv2, done)
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             origin2.close()
@@ -199,7 +235,8 @@ def test_a_relay_that_fails_midway_is_handed_over_as_relayed(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done)
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            await lend(e, nxt, cli, srv2, done)
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             origin2.sendall(resp + b"x" * 10)
@@ -213,19 +250,47 @@ def test_a_relay_that_fails_midway_is_handed_over_as_relayed(net):
     run(main())
 
 
-def test_flush_gives_queued_credits_back_unused(net):
+def test_flush_gives_the_credits_back_unused_and_so_does_the_head_jobs_end(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
     a_o, a = net.tcp()
     b_o, b = net.tcp()
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client)
             done: list = []
-            lend(e, a, done)
-            lend(e, b, done)
+            await lend(e, nxt, cli, a, done)
             e.credit_flush(XB)
-            await until(lambda: len(done) == 2)
+            await until(lambda: done)
+            assert done[0].xkind == X_UNUSED
+            await lend(e, nxt, cli, b, done)
+            ended: list = []
+            e.then(nxt, ended.append)
+            client.close()  # the head job ends: its credit comes back first
+            await until(lambda: ended)
             assert [c.xkind for c in done] == [X_UNUSED, X_UNUSED]
+            assert ended[0].end in (JobEnd.PEER_CLOSED, JobEnd.ERROR)
             assert e.stats().jobs_active == 0
+    run(main())
+
+
+def test_a_credit_for_a_head_job_that_is_over_comes_back_at_once(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    a_o, a = net.tcp()
+    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            client.sendall(head)
+            n = await e.wait(*nxt)  # the head came before any credit: the caller's
+            assert (n.head, n.xkind) == (head, 0)
+            done: list = []
+            await lend(e, nxt, cli, a, done)
+            await until(lambda: done)
+            assert done[0].xkind == X_UNUSED
     run(main())
 
 
@@ -239,7 +304,8 @@ def test_a_cancel_during_an_express_request_lets_it_finish(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [srv2], done, splice_min=1)
+            nxt = await first_exchange(e, origin, srv, cli, client, splice_min=1)
+            await lend(e, nxt, cli, srv2, done)
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             resp = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
@@ -269,6 +335,11 @@ def test_heads_the_express_lane_leaves_to_the_caller(net):
         b"GET http://x/b HTTP/1.1\r\nHost: x\r\n\r\n",
         b"GET /b HTTP/1.1\r\n\r\n",
         b"GET /b HTTP/1.1\r\nHost: x\r\nX-A:  1\r\n\r\n",  # not a plain field line
+        b"GET /a%2Fb HTTP/1.1\r\nHost: x\r\n\r\n",  # not a plain target: Python decides
+        b"GET /a/../b HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /a;p HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /a\\b HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /x HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n",
     ]
     for head in heads:
         origin, srv = net.tcp()
@@ -278,14 +349,12 @@ def test_heads_the_express_lane_leaves_to_the_caller(net):
         async def main():
             async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
                 done: list = []
-                nxt = await first_exchange(e, origin, srv, cli, client, [spare], done)
+                nxt = await first_exchange(e, origin, srv, cli, client)
+                await lend(e, nxt, cli, spare, done)
                 client.sendall(head)
                 n = await e.wait(*nxt)
                 assert (n.head, n.xkind) == (head, 0), head
-                assert not done  # the credit is still queued
-                e.credit_flush(XB)
-                await until(lambda: done)
-                assert done[0].xkind == X_UNUSED
+                assert [c.xkind for c in done] == [X_UNUSED]  # back before the head
         run(main())
 
 
@@ -304,11 +373,12 @@ def test_the_forwarded_head_matches_pythons_for_browser_like_heads(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [p[1] for p in servers], done)
+            nxt = await first_exchange(e, origin, srv, cli, client)
             for k, head in enumerate(heads):
+                await lend(e, nxt, cli, servers[k][1], done)
                 client.sendall(head)
                 want = forwarded(head)
-                assert await read_all(servers[k][0], len(want)) == want  # the oldest credit first
+                assert await read_all(servers[k][0], len(want)) == want
                 servers[k][0].sendall(RESP + (b"" if head.startswith(b"HEAD") else b"hello"))
                 await until(lambda: len(done) == k + 1)
                 assert done[k].xkind == X_DONE
@@ -327,10 +397,11 @@ def test_no_buffer_beyond_one_a_job_means_no_express_lane(net):
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=8) as e:
             done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, [spare], done)
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            await lend(e, nxt, cli, spare, done)
             client.sendall(head)
             n = await e.wait(*nxt)
             assert (n.head, n.xkind) == (head, 0)
-            e.credit_flush(XB)
             await until(lambda: done)
+            assert done[0].xkind == X_UNUSED
     run(main())

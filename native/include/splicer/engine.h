@@ -265,6 +265,9 @@ struct spl_job {
 	uint32_t xbe;         /* SPL_RELAY_EXPRESS: the express backend whose credits the
 	                       * client's next requests use (< SPL_X_BACKENDS) */
 	uint32_t xaddr;       /* SPL_RELAY_XFF: the client's IPv4 address (host order) */
+	uint32_t xmaxhdr;     /* SPL_RELAY_EXPRESS: most fields an express request may have
+	                       * (tune.http.maxhdr); one with more goes to the caller */
+	uint32_t xpad;
 };
 
 /* struct spl_job.relay_flags and struct spl_done.relay_flags. */
@@ -315,25 +318,27 @@ struct spl_done {
 /* ---- the express lane ---------------------------------------------------------------------
  * A client connection whose relayed response was submitted with SPL_RELAY_EXPRESS has its
  * next requests routed by the engine itself while they qualify: a whole GET or HEAD head
- * (SPL_H1_OK, HTTP/1.1, origin-form target, Host, plain field lines, no body, no Expect,
- * Upgrade or hop-by-hop field but `Connection: keep-alive`). The engine takes the oldest
- * credit of its backend: a server connection the caller lent (spl_credit) after picking its
- * server and taking it from its idle pool, sends the head on it (without its Connection
- * field, with X-Forwarded-For under SPL_RELAY_XFF), reads and relays the response as
- * SPL_JOB_RELAY does, and reads the client's next head. A credit ends in one completion
- * (id: the credit's, xkind): SPL_X_DONE, a request it served (xstatus, xreq, relayed,
- * bytes_fwd, relay_flags; how DONE, or how the relay failed, the client connection then
- * ended); SPL_X_UNUSED, given back unused (spl_credit_flush, a full queue, a closed engine);
- * SPL_X_DEAD, found closed or out of step when it was to be used; SPL_X_HANDOVER, the
- * request went out on it but its response needs the caller (not relayable, a timeout, an
- * error before the response began): the completion carries what the response head read
- * said (how, res, side, phase, head_buf as a job's), and the client's head job ends with
- * xkind SPL_X_HANDOVER and the request head, as if it had just been read. A request that
- * does not qualify, or finds no credit, ends the head job as usual. */
+ * (SPL_H1_OK, HTTP/1.1, Host, plain field lines, at most xmaxhdr of them, no body, no
+ * Expect, Upgrade or hop-by-hop field but `Connection: keep-alive`) whose target is plain:
+ * origin-form, without `%`, `;`, `#`, `\` or a "/." (splicer/http/normalize.py ambiguity()
+ * then has nothing to say of it), and whose head job holds a credit: a server connection
+ * the caller lent it (spl_credit) after picking its server and taking the connection from
+ * its idle pool, for that head job's next request. The engine sends the head on it (without
+ * its Connection field, with X-Forwarded-For under SPL_RELAY_XFF), reads and relays the
+ * response as SPL_JOB_RELAY does, and reads the client's next head as the same head job
+ * (which needs a new credit). A credit ends in one completion (id: the credit's, xkind):
+ * SPL_X_DONE, the request it served (xstatus, xreq, relayed, bytes_fwd, relay_flags);
+ * SPL_X_UNUSED, given back unused (its head job ended first, or got its head before the
+ * credit came, or spl_credit_flush), posted before the head job's own completion;
+ * SPL_X_DEAD, found closed or out of step when the request came (the head goes to the
+ * caller); SPL_X_HANDOVER, the request went out on it but its response needs the caller
+ * (not relayable, a timeout, an error before or during the relay): the completion says
+ * what a RELAY job's would (how, res, side, phase, head_buf, relayed), and the client's head
+ * job ends with xkind SPL_X_HANDOVER and the request head, as if it had just read it. A
+ * request that does not qualify ends the head job as usual, its credit given back first. */
 struct spl_engine;
 
-#define SPL_X_BACKENDS 64 /* express backends (credit queues) */
-#define SPL_X_CREDITS 64  /* credits queued per backend at most */
+#define SPL_X_BACKENDS 64 /* express backends (what spl_credit_flush names) */
 
 enum spl_xkind {
 	SPL_X_NONE = 0,
@@ -343,14 +348,16 @@ enum spl_xkind {
 	SPL_X_HANDOVER = 4,
 };
 
-/* Lends the engine server connection `fd` (generation `gen`, as a job's) for one express
- * request of backend `be`, as credit `id` (non-zero, unique among those in flight). Counts
- * as a job in flight until its completion is reaped. Returns 0, -EAGAIN (queue or jobs
- * full), -EINVAL. Thread: the submitting thread; call spl_wake() after a batch. */
-int spl_credit(struct spl_engine *e, uint32_t be, uint64_t id, int fd, uint32_t gen);
+/* Lends the engine server connection `fd` (generation `gen`, as a job's) for the next
+ * express request of head job `head_id`, which reads client socket `cli_fd`, as credit `id`
+ * (non-zero, unique among those in flight). Counts as a job in flight until its completion
+ * is reaped. Returns 0, -EAGAIN (queue or jobs full), -EINVAL. Thread: the submitting
+ * thread; call spl_wake() after a batch. */
+int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen);
 
-/* Gives back every credit queued for backend `be` (SPL_X_UNUSED). Returns 0, -EAGAIN,
- * -EINVAL. Thread: the submitting thread. */
+/* Gives back every credit of express backend `be` (struct spl_job.xbe of the arming job)
+ * not carrying a request (SPL_X_UNUSED). Scans the jobs: for a server's change of state,
+ * not the request path. Returns 0, -EAGAIN, -EINVAL. Thread: the submitting thread. */
 int spl_credit_flush(struct spl_engine *e, uint32_t be);
 
 /* Engine settings. */

@@ -72,13 +72,13 @@ def test_job_struct_packing_matches_the_c_layout_and_refuses_out_of_range_values
     from splicer.engine.binding import _JOB, EngineHandle
     job = ffi.new("struct spl_job *")
     _JOB.pack_into(ffi.buffer(job), 0, 7, 5, -1, 1234, 8, 11, 22, 33, 2, 6, 44, 55, 66, 3, 4, 0, 9,
-                   12, 13, 14, 15, 16, 1, 2**64 - 1, 7, 0x7F000001)
+                   12, 13, 14, 15, 16, 1, 2**64 - 1, 7, 0x7F000001, 101, 0)
     assert (job.id, job.src_fd, job.dst_fd, job.max_bytes, job.flags, job.src_idle_ms, job.dst_idle_ms,
             job.out_len, job.out_buf, job.head_fd, job.head_first_ms, job.head_ms, job.head_limit,
             job.src_gen, job.dst_gen, job.next_id) == (7, 5, -1, 1234, 8, 11, 22, 33, 2, 6, 44, 55, 66, 3, 4, 9)
     assert (job.relay_status_max, job.cli_fd, job.cli_gen, job.cli_idle_ms, job.next_first_ms, job.next_ms,
             job.relay_flags, job.splice_min) == (0, 12, 13, 14, 15, 16, 1, 2**64 - 1)
-    assert (job.xbe, job.xaddr) == (7, 0x7F000001)
+    assert (job.xbe, job.xaddr, job.xmaxhdr) == (7, 0x7F000001, 101)
     h = EngineHandle(-1, 0, 2, 4)
     try:
         with pytest.raises(EngineError):
