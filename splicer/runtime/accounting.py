@@ -54,6 +54,34 @@ def record_stream(st) -> None:
         st.fe.logger.stream(st)
 
 
+def record_express(fe, be, srv, c, reused: bool) -> None:
+    """Count a request the engine routed and relayed whole by itself (runtime/express.py:
+    its credit's X_DONE completion `c`) on the counters of the frontend, backend and server
+    `fe`, `be`, `srv`, as a stream of the same request counts (record_stream and the
+    machine's lease): one request (on a `reused` connection: `reused` too), its head's
+    bytes in, the response head's and body's bytes out, its status, termination "--"."""
+    body = c.bytes_fwd
+    b_out = c.relayed + body
+    spliced = c.spliced
+    status = c.xstatus
+    fe.req_tot += 1
+    be.req_tot += 1
+    srv.req_tot += 1
+    if reused:
+        be.reused += 1
+        srv.reused += 1
+    for x in (fe, be, srv):
+        x.bin += c.xreq
+        x.bout += b_out
+        if spliced:
+            x.spliced += body
+        else:
+            x.copied += body
+        x.count_status(status)
+        terms = x.terms
+        terms["--"] = terms.get("--", 0) + 1
+
+
 def _record_local(st) -> None:
     """A stream that reached no server (StreamMachine.local): a request answered here
     ("answer": an http-request rule, a service, a 503 for want of a backend), counted on the

@@ -204,6 +204,17 @@ class Backend:
         self.connect_timeout = t.connect
         self.queue_timeout = t.queue if t.queue is not None else t.connect
         self._purge_timer: asyncio.TimerHandle | None = None
+        self.credited = [0] * len(self.servers)
+        """Per server, its connections lent to the engine as express credits (runtime/express.py):
+        no stream holds them, so they take no slot of the balancer and no place in `leases`;
+        the pool's estimate of needed connections counts them as in use."""
+        self.watchers: list[Callable[[], None]] = []
+        """Called after a change of a server's state, weight, address or of the idle pools
+        (an express lane gives its credits back then: runtime/express.py)."""
+
+    def _changed(self) -> None:
+        for f in self.watchers:
+            f()
 
     @property
     def queued(self) -> int:
@@ -372,6 +383,54 @@ class Backend:
             self.balancer.take_conn(i)
         return i
 
+    # -- express credits (runtime/express.py): connections lent to the engine, not to a stream
+
+    def credit_lease(self) -> Lease | None:
+        """The connection of a session's next request as an express credit: the balancer's
+        pick, as a request's (but no slot: the credit's request is counted once it ran),
+        and an idle live connection of that server (reused; health told L4_OK, as for a
+        stream's lease). None when requests wait in the queue (they go first), no server is
+        usable, or the server picked has no idle connection: then the pick is taken back
+        (the request picks on its way, and opens a connection if it must)."""
+        if self.waiting and self._fifo:
+            return None
+        b = self.balancer
+        turn = b.turn_state()
+        now = self.loop.time()
+        i = b.pick((), None, now)
+        if i is None:
+            return None
+        srv = self.servers[i]
+        got = srv.idle.take(now, self._quiet, 0) if len(srv.idle) else None
+        if got is None:
+            b.set_turn_state(turn)
+            return None
+        self.credited[i] += 1
+        srv.idle.note_used(len(srv.leases) + self.credited[i])
+        srv.observe(Event.L4_OK)
+        return Lease(srv, got[0], True, 0, got[1])
+
+    def credit_back(self, lease: Lease, reusable: bool, used: bool) -> None:
+        """A credit's connection comes back: to the pool when `reusable` (`used`: it served
+        a request), else closed."""
+        srv = lease.server
+        self.credited[srv.index] -= 1
+        if reusable and self.reuse != "never" and lease.killed is None:
+            srv.idle.put(lease.sock, self.loop.time(), lease.uses + used, len(srv.leases) + self.credited[srv.index])
+            if self._purge_timer is None:
+                self._purge_timer = self.loop.call_at(self.loop.time() + srv.idle.max_idle, self._purge)
+        else:
+            io.forget(lease.sock)
+            lease.sock.close()
+
+    def credit_adopt(self, lease: Lease) -> None:
+        """A credit's request was handed back: its connection is a stream's lease from now
+        on (a slot of its server, in `leases`; release() gives it back)."""
+        srv = lease.server
+        self.credited[srv.index] -= 1
+        self.balancer.take_conn(srv.index)
+        srv.leases.add(lease)
+
     def idle_lease(self, i: int, min_uses: int = 0) -> Lease | None:
         """A Lease of an idle live connection to server `i` (its slot taken by pick_now())
         that has served at least `min_uses` requests, or None when it has none."""
@@ -488,7 +547,7 @@ class Backend:
         srv = lease.server
         srv.leases.discard(lease)
         if reusable and self.reuse != "never" and lease.killed is None:
-            srv.idle.put(lease.sock, self.loop.time(), lease.uses + 1, len(srv.leases))
+            srv.idle.put(lease.sock, self.loop.time(), lease.uses + 1, len(srv.leases) + self.credited[srv.index])
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
                                                       self._purge)
@@ -553,6 +612,7 @@ class Backend:
                             self.name, m.name, n)
         if up:
             self._wake_queue()
+        self._changed()
 
     # -- the runtime API's changes (runtime/command.py; haproxy server.c srv_adm_set_*) ------
 
@@ -590,6 +650,7 @@ class Backend:
             srv.health.wake()  # checks stop in maintenance, resume after it
         if "MAINT" not in srv.admin:
             self._wake_queue()
+        self._changed()
 
     def set_weight(self, i: int, weight: int) -> None:
         """Set server `i`'s weight, 0..256 (haproxy `set server B/S weight`; a draining
@@ -600,6 +661,7 @@ class Backend:
             self.balancer.set_weight(i, weight)
         if weight:
             self._wake_queue()
+        self._changed()
 
     def set_address(self, i: int, host: str, port: int) -> None:
         """Send server `i`'s new connections (and checks) to host:port (haproxy `set server
@@ -608,6 +670,7 @@ class Backend:
         srv = self.servers[i]
         srv.addr = (host, port)
         srv.idle.close()
+        self._changed()
 
     def set_checking(self, i: int, on: bool) -> None:
         """Turn server `i`'s health checks on or off (haproxy `enable|disable health`):
@@ -641,6 +704,7 @@ class Backend:
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the
         next one is due, while any is left."""
+        self._changed()  # (credits lent to the engine come back to the pools first)
         now = self.loop.time()
         due = [d for d in (s.idle.purge(now) for s in self.servers) if d is not None]
         self._purge_timer = self.loop.call_at(min(due), self._purge) if due else None

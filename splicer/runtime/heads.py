@@ -98,13 +98,14 @@ def relay_fields(terms, cli_fd: int, cli_gen: int, times: tuple, express: tuple 
     """struct spl_job's relay fields (binding.EngineHandle.submit's `relay`) for the
     machine's http/machine.py RelayTerms `terms`, the client socket's fd and generation
     (Engine.gen()) and its client_times(). `express`: (relay flags, express backend, client
-    IPv4 address) when the client's next requests may take the express lane
-    (runtime/express.py ExpressLane.arming()); None: they may not."""
+    IPv4 address, most header fields) when the client's next requests may take the express
+    lane (runtime/express.py ExpressLane.arming()); None: they may not."""
     flags = ((RELAY_NO_BODY if terms.no_body else 0) | (RELAY_CLOSE_CLIENT if terms.close else 0)
              | (RELAY_KEEP_ALIVE if terms.announce else 0))
     if express is None or terms.close:
-        return (terms.status_max, cli_fd, cli_gen, *times, flags, terms.splice_min, 0, 0)
-    return (terms.status_max, cli_fd, cli_gen, *times, flags | express[0], terms.splice_min, express[1], express[2])
+        return (terms.status_max, cli_fd, cli_gen, *times, flags, terms.splice_min)
+    return (terms.status_max, cli_fd, cli_gen, *times, flags | express[0], terms.splice_min, express[1], express[2],
+            express[3], 0)
 
 
 def submit_send_with_body(mover: Mover, src, dst, head: bytes, count: int | None, chunked: bool,

@@ -39,6 +39,7 @@ from splicer.runtime.route import backend_names, route_of, switching_of
 from splicer.http.machine import tunnel_termination
 from splicer.runtime.accounting import record_termination
 from splicer.runtime.transfer import Mover
+from splicer.runtime.express import lane_of
 from splicer.runtime.heads import client_times
 from splicer.runtime.tunnel import run_tunnel
 from splicer.errors import NoServerAvailable
@@ -68,6 +69,10 @@ CPU-s/GiB against 0.56 with 64 KiB ones (fewer splice calls per GiB)."""
 
 KILL_GRACE = 2.0
 """Seconds a hard stop waits for the streams it shut down to end and be counted."""
+
+EXPRESS_REQUESTS = 512
+"""Express requests (runtime/express.py) the engine may run at once, per worker; more wait
+for the Python path. Each holds two head buffers beyond its job's."""
 
 HEAD_ROOM = 4096
 """Bytes of an engine buffer beyond tune.bufsize: a forwarded head may grow by the fields
@@ -134,6 +139,7 @@ class FrontendRT:
         # the sessions waiting for a request, tracked only when a soft stop is to close them
         # (`no option idle-close-on-response`); None: kept until their next response
         self.idle: set | None = None if model.idle_close_on_response else set()
+        self.lane = None  # its express lane (runtime/express.py), set by the Proxy
 
     def open(self, listeners: list[socket.socket]) -> None:
         """Start accepting on the listening sockets opened for this frontend (listener.py)."""
@@ -344,8 +350,10 @@ class Proxy:
         self.pool = PipePool(pipesize, max(maxpipes // 4, 1))
         # heads are read into and written from the engine's buffers: room for the largest head
         # accepted (tune.bufsize) plus the fields splicer adds when forwarding it
-        self.engine = Engine(loop, cpu, pipesize, maxpipes, maxjobs=2 * g.maxconn + 64,
-                             bufsize=g.bufsize + HEAD_ROOM, inline=engine_inline(cpu))
+        maxjobs = 2 * g.maxconn + 64
+        # head buffers beyond one a job: what the express lane's requests hold (two each)
+        self.engine = Engine(loop, cpu, pipesize, maxpipes, maxjobs=maxjobs, bufsize=g.bufsize + HEAD_ROOM,
+                             nbufs=maxjobs + 2 * min(g.maxconn, EXPRESS_REQUESTS), inline=engine_inline(cpu))
         self.mover = Mover(loop, self.pool, self.engine)
         self.backends = {name: Backend(b, loop, self.engine.quiet) for name, b in config.backends.items()}
         for be in self.backends.values():  # server state changes and health checks go to its `log` lines
@@ -353,6 +361,13 @@ class Proxy:
         self.auth = Authenticator(config.userlists, loop)  # http_auth verdicts (runtime/auth.py)
         self.frontends = [FrontendRT(self, f, self.backends[f.default_backend] if f.default_backend else None)
                           for f in config.frontends]
+        # the express lanes (runtime/express.py), one per frontend that may have one
+        self.lanes = []
+        if os.environ.get("SPLICER_EXPRESS", "on") != "off":
+            for fe in self.frontends:
+                fe.lane = lane_of(fe, len(self.lanes), self.engine)
+                if fe.lane is not None:
+                    self.lanes.append(fe.lane)
         self.rates = status.RateSampler(self)  # rate/rate_max columns, sampled each second
         self._stopped = asyncio.Event()
         # the http sessions with a stream in flight (`show sess`, a hard stop's wait): an
@@ -407,8 +422,8 @@ class Proxy:
 
     def stats(self) -> dict:
         """Every counter, as printed on SIGHUP and asked by the master ("stats"): frontends,
-        backends (with servers), pipes, and the password hashes verified (auth.verified) and
-        verdicts cached. Each frontend, backend and server entry carries its state too
+        backends (with servers), pipes, the password hashes verified (auth.verified) and
+        verdicts cached, the express lanes' requests. Each frontend, backend and server entry carries its state too
         (runtime/status.py: status, check results, weight, lastchg, downtime, limits, rates)."""
         p = self.pool.stats()
         e = self.engine.stats()
@@ -430,6 +445,10 @@ class Proxy:
                       "eagain_waits": p.eagain_waits, "failures": p.pipe_failures},
             "auth": {"verified": self.auth.verified, "cached": len(self.auth.cache)},
             "log": self.logs.stats(),
+            # the express lanes (runtime/express.py): requests the engine routed and relayed
+            # by itself, those it handed back to a stream, the credits lent now and so far
+            "express": {lane.fe.name: {"requests": lane.requests, "handovers": lane.handovers,
+                                       "credits": lane.lent, "lends": lane.lends} for lane in self.lanes},
         }
 
     def print_stats(self) -> None:
@@ -474,6 +493,8 @@ class Proxy:
             return
         self.stopping = True
         log.info("worker %d (pid %d): soft stop, %d connection(s) to finish", self.worker, os.getpid(), self.active)
+        for lane in self.lanes:  # the requests to come go the stream's way: each says Connection: close
+            lane.close()
         for fe in self.frontends:
             fe.close()
             if fe.idle:  # `no option idle-close-on-response`: idle connections close now
@@ -526,6 +547,8 @@ class Proxy:
         finally:
             for fe in self.frontends:
                 fe.close()
+            for lane in self.lanes:
+                lane.close()
             self.rates.stop()
             for t in checks:
                 t.cancel()

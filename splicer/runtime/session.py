@@ -216,14 +216,41 @@ class HttpSession:
         else:
             self._job = job
 
+    TAKES_HANDOVER = True
+    """A request the engine's express lane sent for this session may be handed to it
+    (Engine.takes_handover(); runtime/express.py)."""
+
     def __call__(self, c: Completion) -> None:
         """Engine callback: a request head is in (or the client left, or timed out). The
         session is its head jobs' callback itself, so that an idle connection's engine job
         holds no bound method of its own."""
-        self._job = None
+        job, self._job = self._job, None
+        if c.xkind:  # X_HANDOVER: the express lane sent this request; its Stream goes on with it
+            return self._handed(job, c)
         failure = "timeout" if c.end is JobEnd.TIMEOUT else "too-large" if c.end is JobEnd.TOO_LARGE else None
         # (after a timeout or an oversized head the engine only peeked the rest: it is unread)
         self._took(c.head or b"", c.index, c.more, failure, c.first_line, True, c.end is JobEnd.CANCELLED)
+
+    def _handed(self, job: int, c: Completion) -> None:
+        """The express lane handed over the request `c.head`, which it sent on a credit's
+        connection (runtime/express.py): its Stream takes that connection and what the
+        response's read said (ExpressLane.adopting, read by Stream.__init__) and goes on
+        from there. A head that starts no Stream lets the connection go (closed: its
+        response is unread)."""
+        lane = self.fe.lane
+        handed = lane.handed.pop(job, None) if lane is not None else None
+        if handed is None:  # nobody holds its connection any more: it cannot be finished
+            self.abort_client(reset=True)
+            self.close()
+            return
+        lane.adopting = handed
+        try:
+            self._took(c.head or b"", c.index, 0, None, False, True, False)
+        finally:
+            if lane.adopting is not None:
+                lease = lane.adopting[0]
+                lane.adopting = None
+                self.fe.backend.release(lease, False)
 
     async def _read_head_on_loop(self, first: bool):
         """The engine could not take the head job: the loop reads the head (heads.read_head),

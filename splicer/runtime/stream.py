@@ -79,7 +79,8 @@ class Stream(StreamMachine):
     """
 
     __slots__ = ("s", "fe", "be", "loop", "t_head", "t_lease", "rules_in", "_rewritten", "_persist", "_lent",
-                 "last_lease", "_key", "_chained", "_pending", "_body_task", "_ending", "_timer", "_responding")
+                 "last_lease", "_key", "_chained", "_pending", "_body_task", "_ending", "_timer", "_responding",
+                 "_adopt", "_armed")
 
     def __init__(self, session, req, raw: bytes, be=_SESSIONS) -> None:
         if be is _SESSIONS:
@@ -115,6 +116,15 @@ class Stream(StreamMachine):
         self._ending = False      # EndBody cancelled the body task (not a hard stop)
         self._timer = None        # a Wait job's timer
         self._responding = None   # the Respond job the engine took (run on the loop if it had no pipe)
+        # a request the express lane sent and handed over: [its lease, the completion of its
+        # response's read], taken by the first Acquire and Send (runtime/express.py)
+        lane = session.fe.lane
+        if lane is not None and lane.adopting is not None:
+            self._adopt = list(lane.adopting)
+            lane.adopting = None
+        else:
+            self._adopt = None
+        self._armed = False       # its relay armed the express lane for the session's next requests
 
     @property
     def shown_phase(self):
@@ -310,13 +320,21 @@ class Stream(StreamMachine):
             self._timer = None
         record_stream(self)
         pending, self._pending = self._pending, None
-        self.s.stream_over(keep, pending)
+        s = self.s
+        s.stream_over(keep, pending)
+        if self._armed and keep and pending is not None and self.fe.mover.engine.waiting(pending[0]) is s:
+            # the engine reads the session's next head: the connection of its request
+            s.fe.lane.lend(s, pending[0])
 
     # -- QUEUE: a server connection ----------------------------------------------------------
 
     def _acquire(self, job: Acquire) -> None:
         """An idle connection to the server the balancer picks, at once when there is one;
         else a task asks the backend (queue, connect, connect retries)."""
+        adopt = self._adopt
+        if adopt is not None and adopt[0] is not None:  # the express lane's connection, the request on it
+            lease, adopt[0] = adopt[0], None
+            return self._leased(lease)
         be = self.be
         floor = be.reuse_floor(self.first)  # http-reuse: None when no idle connection may serve
         allow = job.allow_reuse and floor is not None
@@ -352,13 +370,20 @@ class Stream(StreamMachine):
 
     def _send(self, job: Send) -> None:
         s, route, mover = self.s, self.route, self.fe.mover
+        adopt = self._adopt
+        if adopt is not None:  # the express lane sent it already: what came back is this Send's end
+            self._adopt = None
+            return self._on_exchange(adopt[1])
         sock = self._lent.sock
         stream = job.stream
         terms = job.relay
         relay = None
         if terms is not None and mover.engine is not None:
             cli = s.sock
-            relay = heads.relay_fields(terms, cli.fileno(), mover.engine.gen(cli), s.fe.relay_times)
+            lane = s.fe.lane
+            express = None if lane is None else lane.arming(s._peer)
+            self._armed = express is not None
+            relay = heads.relay_fields(terms, cli.fileno(), mover.engine.gen(cli), s.fe.relay_times, express)
         if job.whole:
             t = route.t_server
             chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, t,

@@ -1,0 +1,271 @@
+"""The express lane end to end (runtime/express.py): a frontend without rules or access log
+has its plain keep-alive requests routed and relayed by the engine, and every counter,
+response and balancing decision is what the stream path gives (SPLICER_EXPRESS=off).
+
+Real parts: the `splicer` command, KeepAliveOrigin servers, raw client sockets on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from tests.e2e.helpers import KeepAliveOrigin, free_port, recv_exactly
+
+CONFIG = """
+global
+    nbthread 1
+    maxconn 200
+defaults
+    mode http
+    option forwardfor
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+    timeout http-request 5s
+    timeout http-keep-alive 5s
+frontend www
+    bind 127.0.0.1:{port}
+    default_backend farm
+backend farm
+    balance roundrobin
+{servers}
+"""
+
+
+def body_of(name: bytes, head: bytes) -> bytes:
+    """What the test origins answer: their name and the request line."""
+    return name + b" " + head.split(b"\r\n", 1)[0]
+
+
+def origin(name: bytes) -> KeepAliveOrigin:
+    """An origin that answers GET and HEAD with its name and the request line (a HEAD gets
+    the same head, no body); /chunked with a chunked body (not for the engine to relay);
+    /close with a response after which it closes the connection."""
+    def script(conn_no, req_no, head):
+        line = head.split(b"\r\n", 1)[0]
+        body = body_of(name, head)
+        if b" /chunked" in line:
+            return (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Served-By: %s\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                    % (name, len(body), body), False)
+        head_out = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Served-By: %s\r\n\r\n" % (len(body), name)
+        if line.startswith(b"HEAD "):
+            return head_out, False
+        return head_out + body, b" /close" in line
+    return KeepAliveOrigin(script, bodies=True)
+
+
+def config(port: int, origins) -> str:
+    servers = "\n".join(f"    server {o.tag} 127.0.0.1:{o.port}" for o in origins)
+    return CONFIG.format(port=port, servers=servers)
+
+
+@pytest.fixture
+def two():
+    made = []
+    for name in (b"s1", b"s2"):
+        o = origin(name)
+        o.tag = name.decode()
+        made.append(o)
+    yield made
+    for o in made:
+        o.close()
+
+
+REQUESTS = [
+    b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\nCookie: c=1\r\n\r\n",
+    b"GET /b HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\n\r\n",
+    b"HEAD /c HTTP/1.1\r\nHost: h\r\n\r\n",
+    b"GET /chunked HTTP/1.1\r\nHost: h\r\n\r\n",
+    b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc",
+    b"GET /d HTTP/1.1\r\nHost: h\r\nUser-Agent: t\r\n\r\n",
+    b"GET /e%20f HTTP/1.1\r\nHost: h\r\n\r\n",
+    b"GET /g HTTP/1.1\r\nHost: h\r\n\r\n",
+]
+
+
+def read_response(s: socket.socket, head_request: bool = False) -> tuple[bytes, bytes]:
+    """One whole response: (head, body); a body framed by Content-Length or chunked (the
+    chunked framing kept), none for a HEAD request."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536, socket.MSG_PEEK)
+        assert chunk, "closed before the end of the head"
+        end = (buf + chunk).find(b"\r\n\r\n")
+        buf += recv_exactly(s, len(chunk) if end < 0 else end + 4 - len(buf))
+    head = buf[:-4]
+    if head_request:
+        return head, b""
+    low = head.lower()
+    if b"transfer-encoding: chunked" in low:
+        body = b""
+        while not body.endswith(b"0\r\n\r\n"):
+            chunk = s.recv(65536)
+            assert chunk, "closed before the end of the chunked body"
+            body += chunk
+        return head, body
+    return head, recv_exactly(s, int(low.split(b"content-length:")[1].split(b"\r\n")[0]))
+
+
+def run_session(port: int, requests: list[bytes], conns: int = 3) -> list[tuple[bytes, bytes]]:
+    """Each of `conns` keep-alive connections sends every request in turn, one at a time;
+    returns every (head, body) answered, in order."""
+    out = []
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(conns)]
+    try:
+        for req in requests:
+            for s in socks:
+                s.sendall(req)
+                out.append(read_response(s, req.startswith(b"HEAD ")))
+    finally:
+        for s in socks:
+            s.close()
+    return out
+
+
+def served(results) -> list[bytes]:
+    return [h.split(b"X-Served-By: ", 1)[1].split(b"\r\n", 1)[0] for h, _ in results]
+
+
+def counters(sp) -> dict:
+    st = sp.stats()
+    fe = st["frontends"]["www"]
+    be = st["backends"]["farm"]
+    keys = ("req_tot", "bin", "bout", "hrsp_2xx", "hrsp_5xx", "reused", "terms", "spliced", "copied")
+    return {"fe": {k: fe[k] for k in keys}, "be": {k: be[k] for k in keys},
+            **{n: {k: s[k] for k in keys} for n, s in be["servers"].items()}}
+
+
+def settle(sp) -> None:
+    """Until every credit's completion is counted (the last request's is reaped after its
+    response went out)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        st = sp.stats()
+        if st["frontends"]["www"]["req_tot"] == st["backends"]["farm"]["req_tot"] and \
+                st["backends"]["farm"]["req_tot"] >= len(REQUESTS) * 3:
+            return
+        time.sleep(0.02)
+
+
+def test_the_express_lane_serves_and_counts_as_the_stream_path(start_splicer, two):
+    """The same requests with and without the lane: the same answers, the same balancing
+    and the same counters; with it, the engine served most of them by itself."""
+    results, stats, express = {}, {}, {}
+    for mode in ("off", "on"):
+        port = free_port()
+        sp = start_splicer(config(port, two), [port], env={"SPLICER_EXPRESS": mode})
+        results[mode] = run_session(port, REQUESTS)
+        settle(sp)
+        stats[mode] = counters(sp)
+        express[mode] = sp.stats().get("express", {})
+        sp.stop()
+    on, off = results["on"], results["off"]
+    assert [h.split(b"\r\n", 1)[0] for h, _ in on] == [h.split(b"\r\n", 1)[0] for h, _ in off]
+    # each server its share (roundrobin), within the credits picked ahead: at most one per
+    # client connection
+    shares = [served(on).count(n) for n in (b"s1", b"s2")]
+    assert abs(shares[0] - shares[1]) <= 3, shares
+    # the same counters, but for `reused`: a client between two requests holds its next
+    # request's connection (its credit), so a request of another may find its server's pool
+    # empty and open one where the stream path would have reused one
+    reused = {m: stats[m]["be"].pop("reused") for m in ("on", "off")}
+    assert stats["on"]["fe"] == stats["off"]["fe"] and stats["on"]["be"] == stats["off"]["be"]
+    assert 0 < reused["on"] <= reused["off"], reused
+    for k in ("req_tot", "hrsp_2xx"):  # the servers' counters add up to the backend's
+        assert stats["on"]["s1"][k] + stats["on"]["s2"][k] == stats["on"]["be"][k]
+    assert express["off"] == {}
+    lane = express["on"]["www"]
+    assert lane["requests"] > 0  # (how many: as the pools had idle connections; see below)
+    for (h, b), req in zip(on, [r for r in REQUESTS for _ in range(3)]):
+        name = h.split(b"X-Served-By: ", 1)[1].split(b"\r\n", 1)[0]
+        want = body_of(name, req)
+        if req.startswith(b"HEAD "):
+            assert b == b"" and b"Content-Length: %d" % len(want) in h
+        elif b"/chunked" in req:
+            assert b == b"%x\r\n%s\r\n0\r\n\r\n" % (len(want), want)
+        else:
+            assert b == want, req
+
+
+def test_the_origin_gets_the_head_the_stream_path_sends(start_splicer, two):
+    """Byte for byte: the request line and fields as received, the Connection field left
+    out, X-Forwarded-For added last."""
+    port = free_port()
+    start_splicer(config(port, two[:1]), [port])
+    req = b"GET /x?q=%d HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nX-A: 1\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for i in range(4):
+            s.sendall(req % i)
+            read_response(s)
+    heads = [h.rsplit(b"\r\n\r\n", 1)[0] for _, _, h in two[0].requests]
+    assert len(heads) == 4
+    assert all(h == b"GET /x?q=%d HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nX-Forwarded-For: 127.0.0.1" % i
+               for i, h in enumerate(heads))
+
+
+def test_a_server_that_closes_its_idle_connections_loses_no_request(start_splicer, two):
+    """/close makes the origin close after its response: the connection the lane may have
+    lent is found closed (X_DEAD) or fails under the request (handed back, sent again on a
+    new connection by the stream's rules): every request is answered."""
+    port = free_port()
+    sp = start_splicer(config(port, two), [port])
+    reqs = [b"GET /close HTTP/1.1\r\nHost: h\r\n\r\n", b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n"] * 6
+    got = run_session(port, reqs, conns=2)
+    assert [h.split(b"\r\n", 1)[0] for h, _ in got] == [b"HTTP/1.1 200 OK"] * len(reqs) * 2
+    settle_n(sp, len(reqs) * 2)
+    st = sp.stats()
+    assert st["frontends"]["www"]["req_tot"] == len(reqs) * 2
+    assert st["frontends"]["www"]["hrsp_2xx"] == len(reqs) * 2
+
+
+def settle_n(sp, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and sp.stats()["frontends"]["www"]["req_tot"] < n:
+        time.sleep(0.02)
+
+
+def test_a_server_put_in_maintenance_gets_no_more_express_requests(start_splicer, two):
+    port = free_port()
+    sp = start_splicer(config(port, two), [port])
+    req = b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+    assert set(served(run_session(port, [req] * 6, conns=2))) == {b"s1", b"s2"}
+    out = sp.cli("@1 set server farm/s2 state maint")
+    assert "error" not in out.lower()
+    assert set(served(run_session(port, [req] * 8, conns=2))) == {b"s1"}
+
+
+def wait_lends(sp, n: int, timeout: float = 5.0) -> None:
+    """Until the worker has lent the engine `n` credits so far: the session's next one is
+    there before its next request, whatever the machine's load."""
+    deadline = time.monotonic() + timeout
+    while sp.stats()["express"]["www"]["lends"] < n:
+        assert time.monotonic() < deadline, "no credit lent"
+        time.sleep(0.01)
+
+
+def test_which_requests_take_the_lane_and_which_are_handed_back(start_splicer, two):
+    """One client, one server (its pool always has the connection): after the first request
+    each qualifying one goes on its credit; /chunked is handed back (the engine does not
+    relay a chunked body) and finished by its stream; the POST and the escaped target are
+    not for the lane (their credit comes back unused)."""
+    port = free_port()
+    sp = start_splicer(config(port, two[:1]), [port])
+    lends = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for k, req in enumerate(REQUESTS):
+            if k and not REQUESTS[k - 1].startswith(b"GET /chunked"):
+                lends += 1  # (a response its stream relayed by itself arms nothing)
+                wait_lends(sp, lends)
+            s.sendall(req)
+            head, body = read_response(s, req.startswith(b"HEAD "))
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n"), req
+    deadline = time.monotonic() + 5
+    while sp.stats()["frontends"]["www"]["req_tot"] < len(REQUESTS):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    lane = sp.stats()["express"]["www"]
+    assert (lane["requests"], lane["handovers"]) == (4, 1)  # /b, HEAD /c, /d, /g; /chunked
+    fe = sp.stats()["frontends"]["www"]
+    assert (fe["req_tot"], fe["hrsp_2xx"], fe["terms"]) == (len(REQUESTS), len(REQUESTS), {"--": len(REQUESTS)})

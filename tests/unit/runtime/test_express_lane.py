@@ -1,0 +1,76 @@
+"""runtime/express.py lane_of(): which frontends get an express lane, from their config
+alone (a Proxy is built, not served: no socket is opened)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from splicer.config.loader import loads
+from splicer.runtime.proxy import Proxy
+
+BASE = """
+global
+    nbthread 1
+defaults
+    mode http
+    option forwardfor
+    timeout client 5s
+    timeout server 5s
+    timeout connect 2s
+frontend www
+    bind 127.0.0.1:19999
+{fe}
+    default_backend farm
+backend farm
+{be}
+    server a 127.0.0.1:19998 {srv}
+    server b 127.0.0.1:19997 {srv}
+"""
+
+
+def lane(fe: str = "", be: str = "    balance roundrobin", srv: str = ""):
+    cfg = loads(BASE.format(fe=fe, be=be, srv=srv))
+    loop = asyncio.new_event_loop()
+    p = Proxy(cfg, loop, {f.name: [] for f in cfg.frontends})
+    try:
+        return p.frontends[0].lane
+    finally:
+        p.engine.close()
+        loop.close()
+
+
+def test_a_plain_frontend_gets_a_lane_with_x_forwarded_for():
+    got = lane()
+    assert got is not None and got.index == 0 and got.maxhdr == 101
+    from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF
+    assert got.flags == RELAY_EXPRESS | RELAY_XFF
+
+
+@pytest.mark.parametrize("fe, be, srv", [
+    ("    http-request set-header X-A 1", "    balance roundrobin", ""),     # a header rule
+    ("    log stdout format raw local0", "    balance roundrobin", ""),      # an access log
+    ("    http-request deny if { path /x }", "    balance roundrobin", ""),  # a rule that decides
+    ("", "    balance leastconn", ""),                                     # counts connections in use
+    ("", "    balance source", ""),                                        # a key
+    ("", "    balance uri", ""),
+    ("", "    balance roundrobin\n    cookie SRV insert", "cookie x"),    # persistence
+    ("", "    balance roundrobin", "maxconn 10"),                          # a slot per request
+    ("", "    balance roundrobin\n    http-reuse never", ""),
+    ("", "    balance roundrobin\n    option forwarded", ""),
+    ("", "    balance roundrobin\n    option abortonclose", ""),
+    ("", "    balance roundrobin\n    http-response set-header X-B 1", ""),
+])
+def test_what_keeps_a_frontend_off_the_lane(fe, be, srv):
+    assert lane(fe, be, srv) is None
+
+
+def test_the_other_reuse_modes_have_one_static_rr_none():
+    assert lane(be="    balance roundrobin\n    http-reuse always") is not None
+    assert lane(be="    balance roundrobin\n    http-reuse aggressive") is not None
+    assert lane(be="    balance static-rr") is None  # (its turn cannot be taken back)
+
+
+def test_splicer_express_off_turns_it_off(monkeypatch):
+    monkeypatch.setenv("SPLICER_EXPRESS", "off")
+    assert lane() is None
