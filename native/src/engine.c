@@ -159,6 +159,7 @@ struct spl_slot {
 	                        * limit, and its idle timeout, from the arming job */
 	uint32_t xstatus;      /* the relayed response's status */
 	uint32_t xreq;         /* the request head's bytes */
+	uint64_t xbody;        /* the request body's bytes (a Content-Length body sent whole) */
 	uint64_t xnext;        /* the client's head job id */
 	struct spl_xcredit xc; /* its credit: the connection of its next express request */
 	uint8_t xhas;          /* xc holds one */

@@ -117,26 +117,63 @@ static int spl_target_plain(const char *t, uint32_t len)
 	return 1;
 }
 
+/* The request body's length a Content-Length field of the indexed head says, as Python
+ * forwards it by byte ranges (h1.py _length_as_written: digits without a leading zero, at
+ * most 9 of them), or -1 when it says it otherwise. */
+static int64_t spl_express_length(const char *buf, const uint32_t *idx)
+{
+	uint32_t i, nf = idx[2];
+
+	for (i = 0; i < nf; i++) {
+		const uint32_t *f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
+		uint32_t k, len = f[3] - f[2];
+		int64_t v = 0;
+
+		if (f[4] != SPL_H1_ID_CONTENT_LENGTH)
+			continue;
+		if (len == 0 || len > 9 || (len > 1 && buf[f[2]] == '0'))
+			return -1;
+		for (k = 0; k < len; k++)
+			v = v * 10 + (buf[f[2] + k] - '0'); /* (the tokenizer let only digits through) */
+		return v;
+	}
+	return -1;
+}
+
 /* Whether the request head buf[0..len), indexed in idx, may take the express lane (see
- * engine.h) with at most `maxhdr` fields; *no_body is set for HEAD. */
-static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body)
+ * engine.h) with at most `maxhdr` fields: a GET or HEAD without a body, or a POST, PUT,
+ * PATCH or DELETE with a Content-Length body (or none). Sets *no_body for HEAD and *body
+ * to the body's bytes. */
+static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body, uint64_t *body)
 {
 	const uint32_t need = SPL_H1_F_PLAIN | SPL_H1_F_HOST | SPL_H1_F_HOST_OK;
-	const uint32_t refuse = SPL_H1_F_CONTENT_LENGTH | SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT |
-				SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
-	uint32_t flags = idx[3];
+	const uint32_t refuse = SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT | SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
+	uint32_t flags = idx[3], m = idx[4];
+	int may_have_body;
 
 	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse) ||
 	    idx[2] > maxhdr)
 		return 0;
 	if ((flags & SPL_H1_F_CONNECTION) && !(flags & SPL_H1_F_CONN_KEEP_ALIVE))
 		return 0;
-	if (idx[4] == 3 && memcmp(buf, "GET", 3) == 0)
-		*no_body = 0;
-	else if (idx[4] == 4 && memcmp(buf, "HEAD", 4) == 0)
-		*no_body = 1;
+	*no_body = 0;
+	*body = 0;
+	if (m == 3 && memcmp(buf, "GET", 3) == 0)
+		may_have_body = 0;
+	else if (m == 4 && memcmp(buf, "HEAD", 4) == 0)
+		may_have_body = 0, *no_body = 1;
+	else if ((m == 4 && memcmp(buf, "POST", 4) == 0) || (m == 3 && memcmp(buf, "PUT", 3) == 0) ||
+		 (m == 5 && memcmp(buf, "PATCH", 5) == 0) || (m == 6 && memcmp(buf, "DELETE", 6) == 0))
+		may_have_body = 1;
 	else
 		return 0;
+	if (flags & SPL_H1_F_CONTENT_LENGTH) {
+		int64_t v;
+
+		if (!may_have_body || (v = spl_express_length(buf, idx)) < 0)
+			return 0;
+		*body = (uint64_t)v;
+	}
 	return memcmp(buf + idx[7], "1.1", 3) == 0 && spl_target_plain(buf + idx[5], idx[6] - idx[5]);
 }
 
@@ -207,6 +244,7 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	uint32_t *idx, n;
 	char *buf;
 	int no_body;
+	uint64_t body;
 	int32_t out;
 	struct spl_xcredit c;
 
@@ -216,7 +254,11 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	idx = spl_hidx(e, s->hbuf);
 	spl_h1_parse(buf, s->hgot, idx);
 	s->hindexed = 1; /* (handed to the caller, it needs no second pass) */
-	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body) || s->hgot + SPL_XFF_MAX > e->cfg.bufsize)
+	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body, &body) || s->hgot + SPL_XFF_MAX + body > e->cfg.bufsize)
+		return 0;
+	/* a body goes only when it is all there, read behind the head and sent with it in one
+	 * send (a copied body, as the Python path's small body that came with its head) */
+	if (body > s->hmore)
 		return 0;
 	if (!s->xhas)
 		return 0;
@@ -246,25 +288,29 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	s->xc = c;
 	s->xbusy = 1;
 	s->hbuf = -1;
+	s->xbody = body;
 	job->next_id = s->xnext;
-	job->flags = SPL_JOB_RELAY;
-	job->src_fd = -1;
-	job->src_gen = 0;
+	job->flags = SPL_JOB_RELAY | (body > 0 ? SPL_JOB_COPY : 0);
+	if (body == 0) {
+		job->src_fd = -1;
+		job->src_gen = 0;
+	} /* (else the client stays src: the body comes from it) */
 	job->dst_fd = c.fd;
 	job->dst_gen = c.gen;
 	job->head_fd = c.fd;
-	job->max_bytes = 0;
+	job->max_bytes = body;
 	job->out_len = n;
 	job->out_buf = -1;
 	job->head_first_ms = s->x_first_ms;
 	job->head_ms = s->x_ms;
 	job->head_limit = s->x_limit;
-	job->src_idle_ms = 0;
+	job->src_idle_ms = job->cli_idle_ms;
 	job->dst_idle_ms = s->x_srv_ms;
 	job->relay_flags = no_body ? SPL_RELAY_NO_BODY : 0;
 	memset(s->dir, 0, sizeof(s->dir));
-	s->dir[0].src = -1;
+	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = c.fd;
+	s->dir[0].left = body;
 	s->dir[1].src = c.fd;
 	s->dir[1].dst = -1;
 	s->dir[1].left = UINT64_MAX;
@@ -313,6 +359,7 @@ static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done 
 	}
 	d->id = s->xc.id;
 	d->xkind = SPL_X_DONE;
+	d->bytes_rev = s->xbody; /* the request's body, sent whole with its head */
 	d->xother = s->xnext;
 	d->xstatus = s->xstatus;
 	d->xreq = s->xreq;
@@ -366,6 +413,7 @@ static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, 
 	d.xkind = SPL_X_HANDOVER;
 	d.head_buf = s->qbuf; /* indexed when the express lane took it */
 	d.head_len = s->qlen;
+	d.head_more = (uint32_t)s->xbody; /* its body came with it (the caller's "whole" body) */
 	s->qbuf = -1;
 	e->xheld--;
 	spl_post(e, &d);

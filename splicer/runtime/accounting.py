@@ -59,8 +59,10 @@ def record_express(fe, be, srv, c, reused: bool) -> None:
     its credit's X_DONE completion `c`) on the counters of the frontend, backend and server
     `fe`, `be`, `srv`, as a stream of the same request counts (record_stream and the
     machine's lease): one request (on a `reused` connection: `reused` too), its head's
-    bytes in, the response head's and body's bytes out, its status, termination "--"."""
+    and body's bytes in (a body copied whole with its head: http/machine.py whole_body),
+    the response head's and body's bytes out, its status, termination "--"."""
     body = c.bytes_fwd
+    b_in = c.xreq + c.bytes_rev
     b_out = c.relayed + body
     spliced = c.spliced
     status = c.xstatus
@@ -71,8 +73,9 @@ def record_express(fe, be, srv, c, reused: bool) -> None:
         be.reused += 1
         srv.reused += 1
     for x in (fe, be, srv):
-        x.bin += c.xreq
+        x.bin += b_in
         x.bout += b_out
+        x.copied += c.bytes_rev
         if spliced:
             x.spliced += body
         else:

@@ -6,8 +6,9 @@ fields that arm it; and, while the session waits for its next request, a credit
 (engine.h "the express lane"): the server connection that request will use, the one a
 stream of it would use (the balancer's pick, a connection of that server's idle pool, as
 `http-reuse` allows a session's later requests; no credit when that server has none). The engine sends the request, if it
-qualifies (a whole GET or HEAD head without body, Upgrade, Expect or hop-by-hop field,
-whose target is plain), on its credit, as the forwarded head the Python path writes,
+qualifies (a whole GET or HEAD head without a body, or a POST, PUT, PATCH or DELETE whose
+Content-Length body came whole with it; no Upgrade, Expect or hop-by-hop field; a plain
+target), on its credit, as the forwarded head the Python path writes,
 relays its response and reads the next head: no Python call but the credit's completion,
 which counts the request here (runtime/accounting.py record_express), gives the connection
 back to its pool and lends the session its next credit. A credit its session did not use

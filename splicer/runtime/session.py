@@ -244,8 +244,8 @@ class HttpSession:
             self.close()
             return
         lane.adopting = handed
-        try:
-            self._took(c.head or b"", c.index, 0, None, False, True, False)
+        try:  # (c.more: its body's bytes, which the engine sent with it: a whole body)
+            self._took(c.head or b"", c.index, c.more, None, False, True, False)
         finally:
             if lane.adopting is not None:
                 lease = lane.adopting[0]

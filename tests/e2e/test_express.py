@@ -80,6 +80,7 @@ REQUESTS = [
     b"GET /chunked HTTP/1.1\r\nHost: h\r\n\r\n",
     b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc",
     b"GET /d HTTP/1.1\r\nHost: h\r\nUser-Agent: t\r\n\r\n",
+    b"PUT /q HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n{\"a\": 123}",
     b"GET /e%20f HTTP/1.1\r\nHost: h\r\n\r\n",
     b"GET /g HTTP/1.1\r\nHost: h\r\n\r\n",
 ]
@@ -247,9 +248,10 @@ def wait_lends(sp, n: int, timeout: float = 5.0) -> None:
 
 def test_which_requests_take_the_lane_and_which_are_handed_back(start_splicer, two):
     """One client, one server (its pool always has the connection): after the first request
-    each qualifying one goes on its credit; /chunked is handed back (the engine does not
-    relay a chunked body) and finished by its stream; the POST and the escaped target are
-    not for the lane (their credit comes back unused)."""
+    each qualifying one goes on its credit, the PUT with its body; /chunked is handed back
+    (the engine does not relay a chunked body) and finished by its stream, so the POST after
+    it has no credit; the escaped target is not for the lane (its credit comes back
+    unused)."""
     port = free_port()
     sp = start_splicer(config(port, two[:1]), [port])
     lends = 0
@@ -266,6 +268,6 @@ def test_which_requests_take_the_lane_and_which_are_handed_back(start_splicer, t
         assert time.monotonic() < deadline
         time.sleep(0.01)
     lane = sp.stats()["express"]["www"]
-    assert (lane["requests"], lane["handovers"]) == (4, 1)  # /b, HEAD /c, /d, /g; /chunked
+    assert (lane["requests"], lane["handovers"]) == (5, 1)  # /b, HEAD /c, /d, PUT, /g; /chunked
     fe = sp.stats()["frontends"]["www"]
     assert (fe["req_tot"], fe["hrsp_2xx"], fe["terms"]) == (len(REQUESTS), len(REQUESTS), {"--": len(REQUESTS)})

@@ -327,7 +327,10 @@ def test_heads_the_express_lane_leaves_to_the_caller(net):
     """Only whole GET/HEAD HTTP/1.1 heads without a body, an Upgrade, an Expect or a
     hop-by-hop field other than Connection: keep-alive qualify."""
     heads = [
-        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 007\r\n\r\n",  # not as Python writes it
+        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",  # its body did not come with it
+        b"GET /b HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",  # a GET with a length
+        b"OPTIONS /b HTTP/1.1\r\nHost: x\r\n\r\n",
         b"GET /b HTTP/1.0\r\nHost: x\r\n\r\n",
         b"GET /b HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
         b"GET /b HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
@@ -356,6 +359,54 @@ def test_heads_the_express_lane_leaves_to_the_caller(net):
                 assert (n.head, n.xkind) == (head, 0), head
                 assert [c.xkind for c in done] == [X_UNUSED]  # back before the head
         run(main())
+
+
+def test_a_small_body_that_came_with_its_head_goes_with_it(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    body = b'{"id": 1, "token": "abc"}'
+    head = b"POST /api HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    resp = b"HTTP/1.1 204 No Content\r\nX-Id: 1\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client)
+            done: list = []
+            await lend(e, nxt, cli, srv2, done)
+            client.sendall(head + body)
+            want = forwarded(head) + body
+            assert await read_all(origin2, len(want)) == want
+            origin2.sendall(resp)
+            assert await read_all(client, len(resp)) == resp
+            await until(lambda: done)
+            c = done[0]
+            assert (c.xkind, c.end, c.xstatus, c.xreq, c.bytes_rev, c.bytes_fwd) == \
+                (X_DONE, JobEnd.DONE, 204, len(head), len(body), 0)
+            e.cancel(nxt, lambda c: None)
+    run(main())
+
+
+def test_a_body_request_handed_over_says_its_body_went_with_it(net):
+    origin, srv = net.tcp()
+    cli, client = net.tcp()
+    origin2, srv2 = net.tcp()
+    body = b"x=1&y=2"
+    head = b"PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            nxt = await first_exchange(e, origin, srv, cli, client, status_max=499)
+            done: list = []
+            await lend(e, nxt, cli, srv2, done)
+            client.sendall(head + body)
+            want = forwarded(head) + body
+            assert await read_all(origin2, len(want)) == want
+            origin2.sendall(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n")
+            n = await e.wait(*nxt)
+            assert (n.xkind, n.head, n.more) == (X_HANDOVER, head, len(body))
+            assert done[0].xkind == X_HANDOVER and done[0].phase is Phase.END
+    run(main())
 
 
 def test_the_forwarded_head_matches_pythons_for_browser_like_heads(net):

@@ -317,9 +317,12 @@ struct spl_done {
 
 /* ---- the express lane ---------------------------------------------------------------------
  * A client connection whose relayed response was submitted with SPL_RELAY_EXPRESS has its
- * next requests routed by the engine itself while they qualify: a whole GET or HEAD head
- * (SPL_H1_OK, HTTP/1.1, Host, plain field lines, at most xmaxhdr of them, no body, no
- * Expect, Upgrade or hop-by-hop field but `Connection: keep-alive`) whose target is plain:
+ * next requests routed by the engine itself while they qualify: a whole head (SPL_H1_OK,
+ * HTTP/1.1, Host, plain field lines, at most xmaxhdr of them, no Transfer-Encoding, Expect,
+ * Upgrade or hop-by-hop field but `Connection: keep-alive`) of a GET or HEAD without a body,
+ * or of a POST, PUT, PATCH or DELETE whose Content-Length body (digits, no leading zero)
+ * came whole with it and fits the buffer behind it (copied, sent with the head in one
+ * send), whose target is plain:
  * origin-form, without `%`, `;`, `#`, `\` or a "/." (splicer/http/normalize.py ambiguity()
  * then has nothing to say of it), and whose head job holds a credit: a server connection
  * the caller lent it (spl_credit) after picking its server and taking the connection from
@@ -327,14 +330,16 @@ struct spl_done {
  * its Connection field, with X-Forwarded-For under SPL_RELAY_XFF), reads and relays the
  * response as SPL_JOB_RELAY does, and reads the client's next head as the same head job
  * (which needs a new credit). A credit ends in one completion (id: the credit's, xkind):
- * SPL_X_DONE, the request it served (xstatus, xreq, relayed, bytes_fwd, relay_flags);
+ * SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body, relayed,
+ * bytes_fwd: the response's body, relay_flags);
  * SPL_X_UNUSED, given back unused (its head job ended first, or got its head before the
  * credit came, or spl_credit_flush), posted before the head job's own completion;
  * SPL_X_DEAD, found closed or out of step when the request came (the head goes to the
  * caller); SPL_X_HANDOVER, the request went out on it but its response needs the caller
  * (not relayable, a timeout, an error before or during the relay): the completion says
  * what a RELAY job's would (how, res, side, phase, head_buf, relayed), and the client's head
- * job ends with xkind SPL_X_HANDOVER and the request head, as if it had just read it. A
+ * job ends with xkind SPL_X_HANDOVER and the request head (head_more: its body's bytes,
+ * which went with it), as if it had just read it. A
  * request that does not qualify ends the head job as usual, its credit given back first. */
 struct spl_engine;
 
