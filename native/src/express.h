@@ -260,8 +260,6 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	 * send (a copied body, as the Python path's small body that came with its head) */
 	if (body > s->hmore)
 		return 0;
-	if (!s->xhas)
-		return 0;
 	c = s->xc;
 	if (!spl_credit_alive(e, &c)) { /* the server closed it meanwhile: the caller takes the head */
 		s->xhas = 0;

@@ -5,18 +5,20 @@ time: with each relayed response of a session whose next requests may take the l
 fields that arm it; and, while the session waits for its next request, a credit
 (engine.h "the express lane"): the server connection that request will use, the one a
 stream of it would use (the balancer's pick, a connection of that server's idle pool, as
-`http-reuse` allows a session's later requests; no credit when that server has none). The engine sends the request, if it
-qualifies (a whole GET or HEAD head without a body, or a POST, PUT, PATCH or DELETE whose
-Content-Length body came whole with it; no Upgrade, Expect or hop-by-hop field; a plain
-target), on its credit, as the forwarded head the Python path writes,
-relays its response and reads the next head: no Python call but the credit's completion,
-which counts the request here (runtime/accounting.py record_express), gives the connection
-back to its pool and lends the session its next credit. A credit its session did not use
-comes back before the session hears of its next head or its end, so the pool has it again
-for whatever comes next. Whatever the engine cannot finish (a response it
-does not relay, a timeout, a server that closed) comes back as a handover: the session
-starts the request's Stream as its own, on the credit's connection, with what the response
-read said (Stream adopt), so retries, error pages and counting are the stream machine's.
+`http-reuse` allows a session's later requests; no credit when that server has none).
+
+The engine sends the request, if it qualifies (a whole GET or HEAD head without a body, or
+a POST, PUT, PATCH or DELETE whose Content-Length body came whole with it; no Upgrade,
+Expect or hop-by-hop field; a plain target), on its credit, as the forwarded head the
+Python path writes, relays its response and reads the next head: no Python call but the
+credit's completion, which counts the request here (runtime/accounting.py
+record_express), gives the connection back to its pool and lends the session its next
+credit. A credit its session did not use comes back before the session hears of its next
+head or its end, so the pool has it again for whatever comes next. Whatever the engine
+cannot finish (a response it does not relay, a timeout, a server that closed) comes back
+as a handover: the session starts the request's Stream as its own, on the credit's
+connection, with what the response read said (Stream adopts it), so retries, error pages
+and counting are the stream machine's.
 
 Which frontends have a lane (lane_of()): `mode http`, a default backend and no rule that
 decides per request (no Switching), no header rule, no access log, no `option forwarded`,
@@ -27,20 +29,16 @@ with `maxconn`, with `http-reuse` other than `never`. Any other frontend works a
 
 Differences an operator can see: a server's `scur` does not count the express requests in
 flight (their connections are lent to the engine, not to a stream), and `show sess` does
-not list them; a client between two
-requests holds its credit's connection for up to CREDIT_HOLD seconds, so a backend may
-open more server connections than the stream path would (about one per busy keep-alive
-client, as under load anyway), which the pool's estimate of needed connections counts.
+not list them; a client between two requests holds its credit's connection for up to
+CREDIT_HOLD seconds, so a backend may open more server connections than the stream path
+would (about one per busy keep-alive client, as under load anyway), which the pool's
+estimate of needed connections counts.
 """
 from __future__ import annotations
-
-import logging
 
 from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, X_BACKENDS, X_DONE, X_HANDOVER, X_UNUSED
 from splicer.engine.engine import JobEnd
 from splicer.runtime.accounting import record_express
-
-log = logging.getLogger("splicer")
 
 CREDIT_HOLD = 1.0
 """Seconds a lane lets its credits wait for their requests: then those not used come back
@@ -105,7 +103,8 @@ class ExpressLane:
         if lease is None:
             return
         if self.engine.credit(head_id, session.sock, lease.sock, _Credit(self, lease)) is None:
-            self.be.credit_back(lease, True, False)
+            self.be.credit_back(lease, True, False)  # (the engine has no room now)
+            self.be.balancer.unpick(lease.server.index, self.fe.loop.time())
             return
         self.lent += 1
         self.lends += 1
