@@ -81,9 +81,8 @@ struct spl_fdreg {
 enum spl_op {
 	SPL_OP_SUBMIT = 0,
 	SPL_OP_CANCEL = 1,
-	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection, src_fd the
-	                    * client, next_id the client's head job */
-	SPL_OP_FLUSH = 3,  /* job.xbe: the backend whose credits go back */
+	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection (-1: refused),
+	                    * src_fd the client, next_id the client's head job */
 };
 
 /* A server connection lent for one express request (spl_credit). */
@@ -163,6 +162,7 @@ struct spl_slot {
 	uint64_t xnext;        /* the client's head job id */
 	struct spl_xcredit xc; /* its credit: the connection of its next express request */
 	uint8_t xhas;          /* xc holds one */
+	uint8_t xwant;         /* its request waits for the credit it asked for (SPL_X_WANT) */
 	int32_t qbuf;          /* the request head's buffer, kept until its response is relayed */
 	uint32_t qlen;         /* its bytes */
 	int32_t xout;          /* a head buffer serving as the out buffer of the express request */
@@ -1350,8 +1350,14 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 			}
 			if ((s->job.flags & SPL_JOB_RELAY) && spl_relay(e, s))
 				continue;
-			if (s->xarmed && !(s->job.flags & SPL_JOB_RELAY) && spl_express(e, s))
-				continue;
+			if (s->xarmed && !(s->job.flags & SPL_JOB_RELAY)) {
+				int x = spl_express(e, s);
+
+				if (x == 1)
+					continue;
+				if (x == 2)
+					return; /* (until its credit comes) */
+			}
 			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
 			return;
 		}
@@ -1475,10 +1481,8 @@ static void spl_take_messages(struct spl_engine *e)
 			spl_start(e, &m.job);
 		else if (m.op == SPL_OP_CANCEL)
 			spl_cancel_job(e, m.job.id);
-		else if (m.op == SPL_OP_CREDIT)
-			spl_credit_take(e, &m.job);
 		else
-			spl_credit_flush_be(e, m.job.xbe);
+			spl_credit_take(e, &m.job);
 		tail = atomic_load_explicit(&e->sq_tail, memory_order_acquire);
 	}
 }
@@ -1944,9 +1948,9 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	struct spl_job job;
 	int rc;
 
-	if (e == NULL || id == 0 || head_id == 0 || fd < 0 || cli_fd < 0 || fd == cli_fd)
+	if (e == NULL || head_id == 0 || cli_fd < 0 || (fd >= 0 && (id == 0 || fd == cli_fd)))
 		return -EINVAL;
-	if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + 1 > e->cfg.maxjobs)
+	if (fd >= 0 && atomic_load_explicit(&e->inflight, memory_order_relaxed) + 1 > e->cfg.maxjobs)
 		return -EAGAIN; /* its completion needs room in the ring, as a job's */
 	memset(&job, 0, sizeof(job));
 	job.id = id;
@@ -1955,23 +1959,8 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	job.src_fd = cli_fd;
 	job.next_id = head_id;
 	rc = spl_queue(e, SPL_OP_CREDIT, &job);
-	if (rc == 0)
+	if (rc == 0 && fd >= 0)
 		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
-	return rc;
-}
-
-int spl_credit_flush(struct spl_engine *e, uint32_t be)
-{
-	struct spl_job job;
-	int rc;
-
-	if (e == NULL || be >= SPL_X_BACKENDS)
-		return -EINVAL;
-	memset(&job, 0, sizeof(job));
-	job.xbe = be;
-	rc = spl_queue(e, SPL_OP_FLUSH, &job);
-	if (rc == 0)
-		spl_wake(e);
 	return rc;
 }
 

@@ -52,33 +52,32 @@ static struct spl_slot *spl_head_slot(struct spl_engine *e, int cli, uint64_t he
 	return NULL;
 }
 
-/* SPL_OP_CREDIT: gives the credit to the head job it names, or back when that job no longer
- * waits for a head (it ended, or its head came meanwhile and went to the caller). */
+static void spl_run(struct spl_engine *e, struct spl_slot *s);
+static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, int32_t res, uint32_t side);
+
+/* SPL_OP_CREDIT: gives the credit to the head job it names, whose request waits for it
+ * (SPL_X_WANT), and goes on with that request; or back when that job is over (X_UNUSED).
+ * A refusal (no connection: dst_fd -1) hands the waiting head to the caller. */
 static void spl_credit_take(struct spl_engine *e, const struct spl_job *m)
 {
 	struct spl_slot *s = spl_head_slot(e, m->src_fd, m->next_id);
 
+	if (m->dst_fd < 0) { /* refused: the head goes to the caller as usual */
+		if (s != NULL && s->xwant) {
+			s->xwant = 0;
+			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+		}
+		return;
+	}
 	if (s == NULL) {
 		spl_xpost(e, m->id, SPL_X_UNUSED);
 		return;
 	}
 	s->xc = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen};
 	s->xhas = 1;
-}
-
-/* SPL_OP_FLUSH: gives back every credit of backend `be` not carrying a request. Scans the
- * jobs: for a change of a server's state, not the request path. */
-static void spl_credit_flush_be(struct spl_engine *e, uint32_t be)
-{
-	uint32_t i;
-
-	for (i = 0; i < e->cfg.maxjobs; i++) {
-		struct spl_slot *s = &e->slots[i];
-
-		if (s->active && s->xhas && s->xbe == be) {
-			spl_xpost(e, s->xc.id, SPL_X_UNUSED);
-			s->xhas = 0;
-		}
+	if (s->xwant) {
+		s->xwant = 0;
+		spl_run(e, s); /* its request goes on the credit now */
 	}
 }
 
@@ -234,9 +233,10 @@ static uint32_t spl_express_head(const char *buf, uint32_t len, const uint32_t *
 	return n;
 }
 
-/* The client's head job in slot s read a whole head: when it qualifies and a credit is
- * there, turns the slot into the RELAY job of an express request on the credit's
- * connection. Returns 1 when it did, 0 when the head goes to the caller as usual. */
+/* The client's head job in slot s read a whole head: when it qualifies, asks the caller
+ * for its credit (SPL_X_WANT) and waits for it, then turns the slot into the RELAY job of
+ * an express request on the credit's connection. Returns 1 when it did, 2 while it waits
+ * for the credit, 0 when the head goes to the caller as usual. */
 static int spl_express(struct spl_engine *e, struct spl_slot *s)
 {
 	struct spl_job *job = &s->job;
@@ -248,7 +248,9 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	int32_t out;
 	struct spl_xcredit c;
 
-	if (!s->xhas || s->hbuf == -1 || s->hgot == 0 || job->head_fd != job->src_fd || e->xheld + 2 > extras)
+	if (s->xwant)
+		return 2;
+	if (s->hbuf == -1 || s->hgot == 0 || job->head_fd != job->src_fd || e->xheld + 2 > extras)
 		return 0;
 	buf = spl_hdata(e, s->hbuf);
 	idx = spl_hidx(e, s->hbuf);
@@ -260,6 +262,22 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	 * send (a copied body, as the Python path's small body that came with its head) */
 	if (body > s->hmore)
 		return 0;
+	if (!s->xhas) { /* ask for the connection the balancer picks for it */
+		struct spl_done d;
+
+		if (atomic_load_explicit(&e->inflight, memory_order_relaxed) + 1 > e->cfg.maxjobs)
+			return 0; /* (no room for one more completion: the caller's way) */
+		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
+		memset(&d, 0, sizeof(d));
+		d.id = job->id;
+		d.how = SPL_END_DONE;
+		d.phase = SPL_PHASE_HEAD;
+		d.head_buf = -1;
+		d.xkind = SPL_X_WANT;
+		spl_post(e, &d);
+		s->xwant = 1;
+		return 2;
+	}
 	c = s->xc;
 	if (!spl_credit_alive(e, &c)) { /* the server closed it meanwhile: the caller takes the head */
 		s->xhas = 0;

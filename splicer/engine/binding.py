@@ -393,9 +393,9 @@ class EngineHandle:
 
     def credit(self, head_id: int, cli_fd: int, credit_id: int, fd: int, gen: int) -> bool:
         """Lend the engine the server connection `fd` (generation `gen`) as credit
-        `credit_id` for the next express request of head job `head_id`, which reads client
-        socket `cli_fd` (spl_credit; wake() after a batch). False when the engine has no
-        room for it now.
+        `credit_id` for the express request head job `head_id` (reading client socket
+        `cli_fd`) asked one for (X_WANT), or refuse it with fd -1 (spl_credit; wake() after a
+        batch). False when the engine has no room for it now.
 
         Raises:
             EngineError: a bad argument (EINVAL) or a closed engine.
@@ -407,18 +407,6 @@ class EngineHandle:
             return False
         if rc != 0:
             _raise(rc, "spl_credit")
-        return True
-
-    def credit_flush(self, xbe: int) -> bool:
-        """Have the engine give back every credit of express backend `xbe` not carrying a
-        request (spl_credit_flush: each ends X_UNUSED). False when its queue is full now."""
-        if self._e is None:
-            return False
-        rc = lib.spl_credit_flush(self._e, xbe)
-        if rc == -_errno.EAGAIN:
-            return False
-        if rc != 0:
-            _raise(rc, "spl_credit_flush")
         return True
 
     def cancel(self, job_id: int) -> bool:
@@ -537,11 +525,11 @@ RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
 RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
 RELAY_EXPRESS = lib.SPL_RELAY_EXPRESS
 RELAY_XFF = lib.SPL_RELAY_XFF
-X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER = (lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED, lib.SPL_X_DEAD,
-                                                lib.SPL_X_HANDOVER)
+X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER, X_WANT = (lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED,
+                                                        lib.SPL_X_DEAD, lib.SPL_X_HANDOVER, lib.SPL_X_WANT)
 X_BACKENDS = lib.SPL_X_BACKENDS
-"""The express lane (engine.h): what a credit's completion says (struct spl_done.xkind), and
-how many express backends an engine has."""
+"""The express lane (engine.h): what a credit's or head job's completion says (struct
+spl_done.xkind), and how many express backends an engine has."""
 _RELAY_CONNECTION = {b"": 0, b"close": RELAY_CLOSE_CLIENT, b"keep-alive": RELAY_KEEP_ALIVE}
 PHASE_SEND = lib.SPL_PHASE_SEND
 PHASE_BODY = lib.SPL_PHASE_BODY

@@ -154,6 +154,7 @@ class Completion(NamedTuple):
 _ENDS = {e.value: e for e in JobEnd}
 _PHASES = {p.value: p for p in Phase}
 _SIDES = {binding.SIDE_SRC: "src"}
+_X_WANT = binding.X_WANT
 
 
 def ms(seconds: float | None) -> int:
@@ -305,6 +306,8 @@ class Engine:
                 if b is not None:
                     free_out.append(b)  # the job is over: its out buffer is free again
             cb = cbs.pop(job_id, None)
+            if xkind == _X_WANT and cb is not None:
+                cbs[job_id] = cb  # (not the job's end: its request waits for a credit)
             if cb is not None:
                 c = _new(Completion, (_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
                                       info != 0, index, more, relayed, rflags & _SPLICED != 0, rms, xkind,
@@ -324,11 +327,12 @@ class Engine:
                                           rflags & _SPLICED != 0, rms, xkind, xstatus, xreq, xother))
 
     def credit(self, head_id: int, cli, sock, done) -> int | None:
-        """Lend the engine the idle server connection `sock` for the next express request of
-        head job `head_id`, which reads client socket `cli` (engine.h, "the express lane");
-        `done(Completion)` is called with the credit's completion (Completion.xkind says how
-        it ended), and until then the engine owns the socket. Returns the credit's id, or
-        None when the engine has no room for it now (nothing was lent)."""
+        """Lend the engine the idle server connection `sock` for the express request of head
+        job `head_id` (reading client socket `cli`), which asked for it (Completion.xkind
+        X_WANT; engine.h, "the express lane"); `done(Completion)` is called with the
+        credit's completion (Completion.xkind says how it ended), and until then the engine
+        owns the socket. Returns the credit's id, or None when the engine has no room for it
+        now (nothing was lent: refuse())."""
         if self._closing:
             return None
         credit_id = self._next
@@ -341,6 +345,18 @@ class Engine:
             self.loop.call_soon(self._wake)
         return credit_id
 
+    def refuse(self, head_id: int, cli) -> None:
+        """No credit for the express request of head job `head_id` (reading client socket
+        `cli`): its head ends the job as usual and comes to its callback."""
+        if self._closed or cli.fileno() < 0:
+            return
+        if not self._h.credit(head_id, cli.fileno(), 0, -1, 0):  # the queue is full: soon again
+            self.loop.call_later(0.001, self.refuse, head_id, cli)
+            return
+        if not self._wake_due:
+            self._wake_due = True
+            self.loop.call_soon(self._wake)
+
     def waiting(self, job_id: int):
         """The callback waiting for job `job_id`'s completion, or None."""
         return self._cbs.get(job_id)
@@ -350,12 +366,6 @@ class Engine:
         express lane hands over (its class says TAKES_HANDOVER: an HTTP session); not a
         cancel's callback, nor a job nobody waits for."""
         return getattr(self._cbs.get(job_id), "TAKES_HANDOVER", False)
-
-    def credit_flush(self, xbe: int) -> None:
-        """Have the engine give back every credit of express backend `xbe` not carrying a
-        request (each completes X_UNUSED); the others complete as their requests end."""
-        if not self._closed:
-            self._h.credit_flush(xbe)
 
     def then(self, job: tuple, done) -> None:
         """Call `done(Completion)` when the job of the pair `job` = (id, future or None)

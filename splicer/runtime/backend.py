@@ -208,13 +208,6 @@ class Backend:
         """Per server, its connections lent to the engine as express credits (runtime/express.py):
         no stream holds them, so they take no slot of the balancer and no place in `leases`;
         the pool's estimate of needed connections counts them as in use."""
-        self.watchers: list[Callable[[], None]] = []
-        """Called after a change of a server's state, weight, address or of the idle pools
-        (an express lane gives its credits back then: runtime/express.py)."""
-
-    def _changed(self) -> None:
-        for f in self.watchers:
-            f()
 
     @property
     def queued(self) -> int:
@@ -383,11 +376,12 @@ class Backend:
             self.balancer.take_conn(i)
         return i
 
-    # -- express credits (runtime/express.py): connections lent to the engine, not to a stream
+    # -- express credits (runtime/express.py): connections lent to the engine for one
+    # request each, not to a stream
 
     def credit_lease(self) -> Lease | None:
-        """The connection of a session's next request as an express credit: the balancer's
-        pick, as a request's (but no slot: the credit's request is counted once it ran),
+        """The connection of an express request (runtime/express.py), as its credit: the
+        balancer's pick, as a request's (but no slot: the request is counted once it ran),
         and an idle live connection of that server (reused; health told L4_OK, as for a
         stream's lease). None when requests wait in the queue (they go first), no server is
         usable, or the server picked has no idle connection: then the pick is taken back
@@ -612,7 +606,6 @@ class Backend:
                             self.name, m.name, n)
         if up:
             self._wake_queue()
-        self._changed()
 
     # -- the runtime API's changes (runtime/command.py; haproxy server.c srv_adm_set_*) ------
 
@@ -650,7 +643,6 @@ class Backend:
             srv.health.wake()  # checks stop in maintenance, resume after it
         if "MAINT" not in srv.admin:
             self._wake_queue()
-        self._changed()
 
     def set_weight(self, i: int, weight: int) -> None:
         """Set server `i`'s weight, 0..256 (haproxy `set server B/S weight`; a draining
@@ -661,7 +653,6 @@ class Backend:
             self.balancer.set_weight(i, weight)
         if weight:
             self._wake_queue()
-        self._changed()
 
     def set_address(self, i: int, host: str, port: int) -> None:
         """Send server `i`'s new connections (and checks) to host:port (haproxy `set server
@@ -670,7 +661,6 @@ class Backend:
         srv = self.servers[i]
         srv.addr = (host, port)
         srv.idle.close()
-        self._changed()
 
     def set_checking(self, i: int, on: bool) -> None:
         """Turn server `i`'s health checks on or off (haproxy `enable|disable health`):
@@ -704,7 +694,6 @@ class Backend:
     def _purge(self) -> None:
         """The purge timer: close the idle connections past their max_idle; again when the
         next one is due, while any is left."""
-        self._changed()  # (credits lent to the engine come back to the pools first)
         now = self.loop.time()
         due = [d for d in (s.idle.purge(now) for s in self.servers) if d is not None]
         self._purge_timer = self.loop.call_at(min(due), self._purge) if due else None

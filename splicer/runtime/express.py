@@ -1,49 +1,39 @@
 """The express lane: a frontend's plain keep-alive requests routed by the engine by itself.
 
-Rule: Python keeps every decision. The lane only hands the engine what it decided ahead of
-time: with each relayed response of a session whose next requests may take the lane, the
-fields that arm it; and, while the session waits for its next request, a credit
-(engine.h "the express lane"): the server connection that request will use, the one a
-stream of it would use (the balancer's pick, a connection of that server's idle pool, as
-`http-reuse` allows a session's later requests; no credit when that server has none).
-
-The engine sends the request, if it qualifies (a whole GET or HEAD head without a body, or
-a POST, PUT, PATCH or DELETE whose Content-Length body came whole with it; no Upgrade,
-Expect or hop-by-hop field; a plain target), on its credit, as the forwarded head the
-Python path writes, relays its response and reads the next head: no Python call but the
-credit's completion, which counts the request here (runtime/accounting.py
-record_express), gives the connection back to its pool and lends the session its next
-credit. A credit its session did not use comes back before the session hears of its next
-head or its end, so the pool has it again for whatever comes next. Whatever the engine
-cannot finish (a response it does not relay, a timeout, a server that closed) comes back
-as a handover: the session starts the request's Stream as its own, on the credit's
-connection, with what the response read said (Stream adopts it), so retries, error pages
-and counting are the stream machine's.
+Rule: Python keeps every decision, in one light call per request. A relayed response of a
+session whose next requests may take the lane carries the fields that arm it. When such a
+request's head is in and qualifies (a whole GET or HEAD head without a body, or a POST, PUT,
+PATCH or DELETE whose Content-Length body came whole with it; no Upgrade, Expect or
+hop-by-hop field; a plain target), the engine asks for its credit (engine.h "the express
+lane", X_WANT) and the lane answers with the connection a stream of that request would get
+(the balancer's pick, a connection of that server's idle pool, as `http-reuse` allows a
+session's later requests) or a refusal (no idle connection to that server: the request goes
+the stream's way, which opens one). The engine then sends the request on it, as the
+forwarded head the Python path writes, relays its response and reads the next head; the
+credit's completion counts the request here (runtime/accounting.py record_express) and
+gives the connection back to its pool. Whatever the engine cannot finish (a response it
+does not relay, a timeout, a server that closed) comes back as a handover: the session
+starts the request's Stream as its own, on the credit's connection, with what the response
+read said (Stream adopts it), so retries, error pages and counting are the stream machine's.
+No connection is held ahead of a request: the pools, `pool-max-conn` and the balancer's turn
+are the stream path's.
 
 Which frontends have a lane (lane_of()): `mode http`, a default backend and no rule that
 decides per request (no Switching), no header rule, no access log, no `option forwarded`,
-no `option abortonclose`; a backend balanced by `roundrobin` (no key, no count of
-connections in use: a credit is picked ahead and holds no slot; a credit given back unused
-takes its pick back, RoundRobin.unpick), without persistence, `observe layer7` or servers
-with `maxconn`, with `http-reuse` other than `never`. Any other frontend works as before.
+no `option abortonclose`; a backend balanced by `roundrobin` (no key and no count of
+connections in use: a credit takes no slot; a pick that found no idle connection is taken
+back, RoundRobin.unpick), without persistence, `observe layer7` or servers with `maxconn`,
+with `http-reuse` other than `never`. Any other frontend works as before.
 
 Differences an operator can see: a server's `scur` does not count the express requests in
 flight (their connections are lent to the engine, not to a stream), and `show sess` does
-not list them; a client between two requests holds its credit's connection for up to
-CREDIT_HOLD seconds, so a backend may open more server connections than the stream path
-would (about one per busy keep-alive client, as under load anyway), which the pool's
-estimate of needed connections counts.
+not list them.
 """
 from __future__ import annotations
 
 from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, X_BACKENDS, X_DONE, X_HANDOVER, X_UNUSED
 from splicer.engine.engine import JobEnd
 from splicer.runtime.accounting import record_express
-
-CREDIT_HOLD = 1.0
-"""Seconds a lane lets its credits wait for their requests: then those not used come back
-to the pools (a flush), so that idle keep-alive clients do not hold server connections."""
-
 
 class ExpressLane:
     """The express lane of one frontend (engine.h) and its credits.
@@ -59,13 +49,13 @@ class ExpressLane:
             back, until the session takes them (HttpSession.__call__).
         adopting: the (lease, completion) of the handed request whose Stream the session
             is starting now (Stream.__init__ takes it), else None.
-        requests, handovers: requests the engine routed and relayed whole, and those it
-            handed back (each then counted as a stream).
+        requests, handovers, refused: requests the engine routed and relayed whole, those it
+            handed back (each then counted as a stream), and those that got no credit.
         lends: credits lent so far.
     """
 
     __slots__ = ("index", "fe", "be", "engine", "lent", "handed", "adopting", "flags", "maxhdr", "requests",
-                 "handovers", "lends", "_closed", "_timer")
+                 "handovers", "refused", "lends", "_closed")
 
     def __init__(self, index: int, fe, be, engine) -> None:
         self.index = index
@@ -79,10 +69,9 @@ class ExpressLane:
         self.maxhdr = fe.route.maxhdr
         self.requests = 0
         self.handovers = 0
+        self.refused = 0
         self.lends = 0
         self._closed = False
-        self._timer = None  # the next return of the credits not used (CREDIT_HOLD)
-        be.watchers.append(self.flush)
 
     def arming(self, peer) -> tuple | None:
         """The express fields of a relayed response (heads.relay_fields's `express`) for the
@@ -92,28 +81,20 @@ class ExpressLane:
             return None
         return self.flags, self.index, peer >> 16, self.maxhdr
 
-    def lend(self, session, head_id: int) -> None:
-        """Lend the engine the connection of `session`'s next request, which its head job
-        `head_id` waits for (Backend.credit_lease: the balancer's pick and an idle
-        connection of that server); none when the pick has no idle connection (the request
-        goes the stream's way)."""
-        if self._closed:
-            return
-        lease = self.be.credit_lease()
-        if lease is None:
-            return
-        if self.engine.credit(head_id, session.sock, lease.sock, _Credit(self, lease)) is None:
+    def want(self, session, head_id: int) -> None:
+        """The engine asks the connection of `session`'s request, whose head its head job
+        `head_id` read (X_WANT): lend it the balancer's pick with an idle connection of that
+        server (Backend.credit_lease), or refuse (none: the request goes the stream's way)."""
+        lease = None if self._closed else self.be.credit_lease()
+        if lease is not None:
+            if self.engine.credit(head_id, session.sock, lease.sock, _Credit(self, lease)) is not None:
+                self.lent += 1
+                self.lends += 1
+                return
             self.be.credit_back(lease, True, False)  # (the engine has no room now)
             self.be.balancer.unpick(lease.server.index, self.fe.loop.time())
-            return
-        self.lent += 1
-        self.lends += 1
-        if self._timer is None:
-            self._timer = self.fe.loop.call_later(CREDIT_HOLD, self._hold_over)
-
-    def _hold_over(self) -> None:
-        self._timer = None
-        self.flush()
+        self.refused += 1
+        self.engine.refuse(head_id, session.sock)
 
     def ended(self, lease, c) -> None:
         """A credit's completion (Engine callback through _Credit)."""
@@ -124,10 +105,7 @@ class ExpressLane:
             self.requests += 1
             record_express(self.fe.counters, be.counters, lease.server.counters, c, lease.reused)
             be.credit_back(lease, True, True)
-            session = self.engine.waiting(c.xother)
-            if getattr(session, "TAKES_HANDOVER", False):  # its next request's credit
-                self.lend(session, c.xother)
-        elif kind == X_UNUSED:
+        elif kind == X_UNUSED:  # its head job was over
             be.credit_back(lease, True, False)
             be.balancer.unpick(lease.server.index, self.fe.loop.time())  # its turn was not used
         elif kind == X_HANDOVER:
@@ -137,24 +115,13 @@ class ExpressLane:
             else:
                 be.credit_adopt(lease)  # a stream's lease now
                 self.handed[c.xother] = (lease, c)
-        else:  # X_DEAD: the server closed it while it was lent (the request picks anew)
+        else:  # X_DEAD: the server closed it while it was idle (the request goes the stream's way)
             be.credit_back(lease, False, False)
             be.balancer.unpick(lease.server.index, self.fe.loop.time())
 
-    def flush(self) -> None:
-        """Have the engine give back the credits it has not used (a server's state or the
-        backend's changed, its idle connections are purged, the worker stops): the next
-        ones follow the balancer's new state."""
-        if self.lent:
-            self.engine.credit_flush(self.index)
-
     def close(self) -> None:
-        """No more credits (a stopping worker); those lent come back."""
+        """No more credits (a stopping worker): the requests to come go the stream's way."""
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self.flush()
 
 
 class _Credit:

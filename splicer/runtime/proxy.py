@@ -446,9 +446,11 @@ class Proxy:
             "auth": {"verified": self.auth.verified, "cached": len(self.auth.cache)},
             "log": self.logs.stats(),
             # the express lanes (runtime/express.py): requests the engine routed and relayed
-            # by itself, those it handed back to a stream, the credits lent now and so far
+            # by itself, those it handed back to a stream, those refused a credit, the
+            # credits lent now and so far
             "express": {lane.fe.name: {"requests": lane.requests, "handovers": lane.handovers,
-                                       "credits": lane.lent, "lends": lane.lends} for lane in self.lanes},
+                                       "refused": lane.refused, "credits": lane.lent, "lends": lane.lends}
+                        for lane in self.lanes},
         }
 
     def print_stats(self) -> None:

@@ -41,7 +41,7 @@ from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView, request_view_of
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause
-from splicer.engine.binding import unpack_peer
+from splicer.engine.binding import X_WANT, unpack_peer
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
 from splicer.runtime.route import Decision
@@ -225,8 +225,11 @@ class HttpSession:
         session is its head jobs' callback itself, so that an idle connection's engine job
         holds no bound method of its own."""
         job, self._job = self._job, None
-        if c.xkind:  # X_HANDOVER: the express lane sent this request; its Stream goes on with it
-            return self._handed(job, c)
+        if c.xkind:
+            if c.xkind == X_WANT:  # the express lane asks its request's connection (not the job's end)
+                self._job = job
+                return self.fe.lane.want(self, job)
+            return self._handed(job, c)  # X_HANDOVER: the lane sent this request; its Stream goes on
         failure = "timeout" if c.end is JobEnd.TIMEOUT else "too-large" if c.end is JobEnd.TOO_LARGE else None
         # (after a timeout or an oversized head the engine only peeked the rest: it is unread)
         self._took(c.head or b"", c.index, c.more, failure, c.first_line, True, c.end is JobEnd.CANCELLED)

@@ -80,7 +80,7 @@ class Stream(StreamMachine):
 
     __slots__ = ("s", "fe", "be", "loop", "t_head", "t_lease", "rules_in", "_rewritten", "_persist", "_lent",
                  "last_lease", "_key", "_chained", "_pending", "_body_task", "_ending", "_timer", "_responding",
-                 "_adopt", "_armed")
+                 "_adopt")
 
     def __init__(self, session, req, raw: bytes, be=_SESSIONS) -> None:
         if be is _SESSIONS:
@@ -124,7 +124,6 @@ class Stream(StreamMachine):
             lane.adopting = None
         else:
             self._adopt = None
-        self._armed = False       # its relay armed the express lane for the session's next requests
 
     @property
     def shown_phase(self):
@@ -320,11 +319,7 @@ class Stream(StreamMachine):
             self._timer = None
         record_stream(self)
         pending, self._pending = self._pending, None
-        s = self.s
-        s.stream_over(keep, pending)
-        if self._armed and keep and pending is not None and self.fe.mover.engine.waiting(pending[0]) is s:
-            # the engine reads the session's next head: the connection of its request
-            s.fe.lane.lend(s, pending[0])
+        self.s.stream_over(keep, pending)
 
     # -- QUEUE: a server connection ----------------------------------------------------------
 
@@ -381,9 +376,8 @@ class Stream(StreamMachine):
         if terms is not None and mover.engine is not None:
             cli = s.sock
             lane = s.fe.lane
-            express = None if lane is None else lane.arming(s._peer)
-            self._armed = express is not None
-            relay = heads.relay_fields(terms, cli.fileno(), mover.engine.gen(cli), s.fe.relay_times, express)
+            relay = heads.relay_fields(terms, cli.fileno(), mover.engine.gen(cli), s.fe.relay_times,
+                                       None if lane is None else lane.arming(s._peer))
         if job.whole:
             t = route.t_server
             chained = heads.submit_request_with_body(mover, s.cli, sock, job.head, job.whole, t,

@@ -1,7 +1,7 @@
-"""The express lane (engine.h): after a relayed response armed with RELAY_EXPRESS, the
-client's next qualifying request is routed by the engine on the server connection lent to
-its head job as a credit, each credit ending in one completion (X_DONE, X_UNUSED, X_DEAD,
-X_HANDOVER).
+"""The express lane (engine.h): after a relayed response armed with RELAY_EXPRESS, a
+qualifying request of the client makes its head job ask for a credit (X_WANT); the server
+connection lent (or a refusal) decides where it goes, and each credit ends in one
+completion (X_DONE, X_UNUSED, X_DEAD, X_HANDOVER).
 
 Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connections) and `cli` <->
 `client` (the proxy's client connection); every wait is bounded (conftest.run).
@@ -9,11 +9,10 @@ Real loopback TCP pairs: `origin` <-> `srv` (the proxy's server connections) and
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from splicer.engine import binding
 from splicer.engine.binding import (JOB_RELAY, RELAY_EXPRESS, RELAY_XFF, UNTIL_EOF, X_DEAD, X_DONE,
-                                    X_HANDOVER, X_UNUSED)
+                                    X_HANDOVER, X_UNUSED, X_WANT)
 from splicer.engine.engine import JobEnd, Phase, ms
 from splicer.http import h1
 from tests.engine.conftest import engine, run
@@ -34,40 +33,38 @@ def armed_relay(e, srv, cli, status_max=599, xff=True, splice_min=UNTIL_EOF):
     return job, e.chained
 
 
-async def first_exchange(e, origin, srv, cli, client, **kw):
-    """The first request goes the usual way; returns the client's head job (id, fut)."""
+class Lender:
+    """The client's head job's callback: answers each X_WANT with the next of `socks` (a
+    refusal when none is left), keeps the credits' completions in `credits` and the head
+    job's own ends in `ended`."""
+
+    def __init__(self, e, nxt, cli, socks) -> None:
+        self.e, self.head_id, self.cli, self.socks = e, nxt[0], cli, list(socks)
+        self.wants = 0
+        self.credits: list = []
+        self.ended: list = []
+        e.then(nxt, self)
+
+    def __call__(self, c) -> None:
+        if c.xkind == X_WANT:
+            self.wants += 1
+            if self.socks:
+                assert self.e.credit(self.head_id, self.cli, self.socks.pop(0), self.credits.append) is not None
+            else:
+                self.e.refuse(self.head_id, self.cli)
+        else:
+            self.ended.append(c)
+
+
+async def first_exchange(e, origin, srv, cli, client, socks=(), **kw) -> Lender:
+    """The first request goes the usual way; returns the Lender of the client's head job."""
     job, nxt = armed_relay(e, srv, cli, **kw)
     assert await read_all(origin, len(REQ)) == REQ
     origin.sendall(RESP + b"hello")
     c = await e.wait(*job)
     assert (c.end, c.relayed, c.xkind) == (JobEnd.DONE, len(RESP), 0)
     assert await read_all(client, len(RESP) + 5) == RESP + b"hello"
-    return nxt
-
-
-async def lend(e, nxt, cli, sock, results: list) -> int:
-    """Lend `sock` as the credit of head job `nxt` (reading `cli`); its completion is
-    appended to `results`. Returns once the engine took it (sync())."""
-    cid = e.credit(nxt[0], cli, sock, results.append)
-    assert cid is not None
-    await sync(e)
-    return cid
-
-
-async def sync(e) -> None:
-    """Until the engine took every message queued before: a head job on a socket that
-    holds a head already completes in the turn that starts it (messages are taken in
-    order)."""
-    a, b = socket.socketpair()
-    try:
-        a.setblocking(False)
-        b.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        job = e.submit(a.fileno(), -1, 0, 0, head_fd=a.fileno(), head_first_ms=5000, head_ms=5000, head_limit=4000)
-        c = await e.wait(*job)
-        assert c.end is JobEnd.DONE
-    finally:
-        a.close()
-        b.close()
+    return Lender(e, nxt, cli, socks)
 
 
 async def until(pred, timeout: float = 5.0) -> None:
@@ -84,7 +81,7 @@ def forwarded(head: bytes) -> bytes:
     return h1.forwarded_request(head, req, "127.0.0.254")
 
 
-def test_a_qualifying_request_goes_on_a_credit_and_the_next_head_is_read(net):
+def test_a_qualifying_request_asks_its_credit_goes_on_it_and_the_next_head_is_read(net):
     origin, srv = net.tcp()
     cli, client = net.tcp()
     origin2, srv2 = net.tcp()
@@ -93,38 +90,38 @@ def test_a_qualifying_request_goes_on_a_credit_and_the_next_head_is_read(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2])
             client.sendall(head)
             want = forwarded(head)
             assert b"Connection" not in want and want.endswith(b"X-Forwarded-For: 127.0.0.254\r\n\r\n")
             assert await read_all(origin2, len(want)) == want  # the same bytes as Python's path
             origin2.sendall(RESP + b"world")
             assert await read_all(client, len(RESP) + 5) == RESP + b"world"
-            await until(lambda: done)
-            c = done[0]
+            await until(lambda: lender.credits)
+            c = lender.credits[0]
             assert (c.xkind, c.end, c.xstatus, c.xreq, c.relayed, c.bytes_fwd, c.xother) == \
-                (X_DONE, JobEnd.DONE, 200, len(head), len(RESP), 5, nxt[0])
-            assert c.head is None and not c.spliced
-            client.sendall(plain)  # no credit for it: the caller's
-            n = await e.wait(*nxt)
-            assert (n.end, n.head, n.xkind) == (JobEnd.DONE, plain, 0)
+                (X_DONE, JobEnd.DONE, 200, len(head), len(RESP), 5, lender.head_id)
+            assert c.head is None and not c.spliced and lender.wants == 1
+            client.sendall(plain)  # Connection: close: not for the express lane, asks nothing
+            await until(lambda: lender.ended)
+            n = lender.ended[0]
+            assert (n.end, n.head, n.xkind, lender.wants) == (JobEnd.DONE, plain, 0, 1)
             assert e.stats().jobs_active == 0
     run(main())
 
 
-def test_without_a_credit_the_head_goes_to_the_caller(net):
+def test_a_refused_request_goes_to_the_caller(net):
     origin, srv = net.tcp()
     cli, client = net.tcp()
     head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client)
+            lender = await first_exchange(e, origin, srv, cli, client)
             client.sendall(head)
-            n = await e.wait(*nxt)
-            assert (n.end, n.head, n.xkind) == (JobEnd.DONE, head, 0)
+            await until(lambda: lender.ended)
+            n = lender.ended[0]
+            assert (n.end, n.head, n.xkind, lender.wants) == (JobEnd.DONE, head, 0, 1)
             assert n.index == binding.h1_index(head)
     run(main())
 
@@ -137,15 +134,14 @@ def test_a_credit_the_server_closed_ends_dead_and_the_head_goes_to_the_caller(ne
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client, xff=False)
-            done: list = []
-            await lend(e, nxt, cli, dead, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [dead], xff=False)
             dead_o.close()  # the server closed this idle connection
             await asyncio.sleep(0.05)
             client.sendall(head)
-            n = await e.wait(*nxt)
+            await until(lambda: lender.ended)
+            n = lender.ended[0]
             assert (n.end, n.head, n.xkind) == (JobEnd.DONE, head, 0)
-            assert [c.xkind for c in done] == [X_DEAD]
+            assert [c.xkind for c in lender.credits] == [X_DEAD]
     run(main())
 
 
@@ -157,18 +153,17 @@ def test_a_head_request_goes_without_x_forwarded_for_when_not_asked(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client, xff=False)
-            done: list = []
-            await lend(e, nxt, cli, live, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [live], xff=False)
             client.sendall(head)
             assert await read_all(live_o, len(head)) == head  # no X-Forwarded-For without RELAY_XFF
             live_o.sendall(RESP)  # a response to HEAD has no body
             assert await read_all(client, len(RESP)) == RESP
-            await until(lambda: done)
-            assert (done[0].xkind, done[0].bytes_fwd, done[0].xstatus) == (X_DONE, 0, 200)
-            e.cancel(nxt, lambda c: done.append(c))
-            await until(lambda: len(done) == 2)
-            assert done[1].end is JobEnd.CANCELLED
+            await until(lambda: lender.credits)
+            assert (lender.credits[0].xkind, lender.credits[0].bytes_fwd, lender.credits[0].xstatus) == (X_DONE, 0, 200)
+            ended: list = []
+            e.cancel((lender.head_id, None), ended.append)
+            await until(lambda: ended)
+            assert ended[0].end is JobEnd.CANCELLED
     run(main())
 
 
@@ -181,19 +176,18 @@ def test_a_response_the_engine_does_not_relay_is_handed_over_with_the_request(ne
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, status_max=499)
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2], status_max=499)
             client.sendall(head)
             assert await read_all(origin2, len(forwarded(head))) == forwarded(head)
             origin2.sendall(resp)  # 503 > relay_status_max: the caller's to decide (a retry...)
-            n = await e.wait(*nxt)
+            await until(lambda: lender.ended)
+            n = lender.ended[0]
             assert (n.end, n.xkind, n.head) == (JobEnd.DONE, X_HANDOVER, head)
             assert n.index == binding.h1_index(head)
-            assert len(done) == 1
-            c = done[0]
+            assert len(lender.credits) == 1
+            c = lender.credits[0]
             assert (c.xkind, c.end, c.phase, c.head, c.relayed, c.xother) == \
-                (X_HANDOVER, JobEnd.DONE, Phase.END, resp, 0, nxt[0])
+                (X_HANDOVER, JobEnd.DONE, Phase.END, resp, 0, lender.head_id)
             assert c.index is not None  # the response head, indexed, as a RELAY job's
             client.setblocking(False)
             try:
@@ -212,15 +206,13 @@ def test_a_server_that_closes_before_answering_hands_the_request_over(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2])
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             origin2.close()
-            n = await e.wait(*nxt)
-            assert (n.xkind, n.head) == (X_HANDOVER, head)
-            c = done[0]
+            await until(lambda: lender.ended)
+            assert (lender.ended[0].xkind, lender.ended[0].head) == (X_HANDOVER, head)
+            c = lender.credits[0]
             assert (c.xkind, c.end, c.phase, c.head) == (X_HANDOVER, JobEnd.PEER_CLOSED, Phase.HEAD, None)
     run(main())
 
@@ -234,63 +226,38 @@ def test_a_relay_that_fails_midway_is_handed_over_as_relayed(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2])
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             origin2.sendall(resp + b"x" * 10)
             assert await read_all(client, len(resp) + 10) == resp + b"x" * 10
             origin2.close()  # 90 bytes short
-            n = await e.wait(*nxt)
-            assert (n.xkind, n.head) == (X_HANDOVER, head)
-            c = done[0]
+            await until(lambda: lender.ended)
+            assert (lender.ended[0].xkind, lender.ended[0].head) == (X_HANDOVER, head)
+            c = lender.credits[0]
             assert (c.xkind, c.end, c.phase, c.relayed, c.bytes_fwd, c.head) == \
                 (X_HANDOVER, JobEnd.PEER_CLOSED, Phase.BODY, len(resp), 10, resp)
     run(main())
 
 
-def test_flush_gives_the_credits_back_unused_and_so_does_the_head_jobs_end(net):
+def test_a_credit_for_a_head_job_that_is_over_comes_back_unused_and_a_refusal_does_nothing(net):
     origin, srv = net.tcp()
     cli, client = net.tcp()
     a_o, a = net.tcp()
-    b_o, b = net.tcp()
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            done: list = []
-            await lend(e, nxt, cli, a, done)
-            e.credit_flush(XB)
-            await until(lambda: done)
-            assert done[0].xkind == X_UNUSED
-            await lend(e, nxt, cli, b, done)
-            ended: list = []
-            e.then(nxt, ended.append)
-            client.close()  # the head job ends: its credit comes back first
-            await until(lambda: ended)
-            assert [c.xkind for c in done] == [X_UNUSED, X_UNUSED]
-            assert ended[0].end in (JobEnd.PEER_CLOSED, JobEnd.ERROR)
+            lender = await first_exchange(e, origin, srv, cli, client)
+            client.close()  # the head job ends
+            await until(lambda: lender.ended)
+            e.refuse(lender.head_id, cli)  # (nothing waits: no completion)
+            back: list = []
+            assert e.credit(lender.head_id, cli, a, back.append) is not None
+            await until(lambda: back)
+            assert [c.xkind for c in back] == [X_UNUSED]
+            await asyncio.sleep(0.05)
+            assert len(back) == 1 and len(lender.ended) == 1
             assert e.stats().jobs_active == 0
-    run(main())
-
-
-def test_a_credit_for_a_head_job_that_is_over_comes_back_at_once(net):
-    origin, srv = net.tcp()
-    cli, client = net.tcp()
-    a_o, a = net.tcp()
-    head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
-
-    async def main():
-        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            client.sendall(head)
-            n = await e.wait(*nxt)  # the head came before any credit: the caller's
-            assert (n.head, n.xkind) == (head, 0)
-            done: list = []
-            await lend(e, nxt, cli, a, done)
-            await until(lambda: done)
-            assert done[0].xkind == X_UNUSED
     run(main())
 
 
@@ -303,29 +270,28 @@ def test_a_cancel_during_an_express_request_lets_it_finish(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client, splice_min=1)
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2], splice_min=1)
             client.sendall(head)
             await read_all(origin2, len(forwarded(head)))
             resp = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
             origin2.sendall(resp)
             await asyncio.sleep(0.05)
             cancelled: list = []
-            e.cancel(nxt, cancelled.append)  # (a soft stop closing what it takes for idle)
+            e.cancel((lender.head_id, None), cancelled.append)  # (a soft stop closing what it takes for idle)
             got = asyncio.ensure_future(read_all(client, len(resp) + len(body)))
             await asyncio.get_running_loop().sock_sendall(origin2, body)
             assert await got == resp + body  # the response went whole
-            await until(lambda: done and cancelled)
-            assert (done[0].xkind, done[0].end, done[0].bytes_fwd) == (X_DONE, JobEnd.DONE, len(body))
-            assert done[0].spliced
+            await until(lambda: lender.credits and cancelled)
+            c = lender.credits[0]
+            assert (c.xkind, c.end, c.bytes_fwd, c.spliced) == (X_DONE, JobEnd.DONE, len(body), True)
             assert cancelled[0].end is JobEnd.CANCELLED
     run(main())
 
 
 def test_heads_the_express_lane_leaves_to_the_caller(net):
-    """Only whole GET/HEAD HTTP/1.1 heads without a body, an Upgrade, an Expect or a
-    hop-by-hop field other than Connection: keep-alive qualify."""
+    """Only whole heads of a GET or HEAD without a body, or a POST, PUT, PATCH or DELETE
+    whose body came with it, without an Upgrade, an Expect or a hop-by-hop field other than
+    Connection: keep-alive, with a plain target, ask for a credit."""
     heads = [
         b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 007\r\n\r\n",  # not as Python writes it
         b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",  # its body did not come with it
@@ -347,17 +313,13 @@ def test_heads_the_express_lane_leaves_to_the_caller(net):
     for head in heads:
         origin, srv = net.tcp()
         cli, client = net.tcp()
-        spare_o, spare = net.tcp()
 
         async def main():
             async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-                done: list = []
-                nxt = await first_exchange(e, origin, srv, cli, client)
-                await lend(e, nxt, cli, spare, done)
+                lender = await first_exchange(e, origin, srv, cli, client)
                 client.sendall(head)
-                n = await e.wait(*nxt)
-                assert (n.head, n.xkind) == (head, 0), head
-                assert [c.xkind for c in done] == [X_UNUSED]  # back before the head
+                await until(lambda: lender.ended)
+                assert (lender.ended[0].head, lender.ended[0].xkind, lender.wants) == (head, 0, 0), head
         run(main())
 
 
@@ -371,19 +333,16 @@ def test_a_small_body_that_came_with_its_head_goes_with_it(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            done: list = []
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2])
             client.sendall(head + body)
             want = forwarded(head) + body
             assert await read_all(origin2, len(want)) == want
             origin2.sendall(resp)
             assert await read_all(client, len(resp)) == resp
-            await until(lambda: done)
-            c = done[0]
+            await until(lambda: lender.credits)
+            c = lender.credits[0]
             assert (c.xkind, c.end, c.xstatus, c.xreq, c.bytes_rev, c.bytes_fwd) == \
                 (X_DONE, JobEnd.DONE, 204, len(head), len(body), 0)
-            e.cancel(nxt, lambda c: None)
     run(main())
 
 
@@ -396,16 +355,15 @@ def test_a_body_request_handed_over_says_its_body_went_with_it(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            nxt = await first_exchange(e, origin, srv, cli, client, status_max=499)
-            done: list = []
-            await lend(e, nxt, cli, srv2, done)
+            lender = await first_exchange(e, origin, srv, cli, client, [srv2], status_max=499)
             client.sendall(head + body)
             want = forwarded(head) + body
             assert await read_all(origin2, len(want)) == want
             origin2.sendall(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n")
-            n = await e.wait(*nxt)
+            await until(lambda: lender.ended)
+            n = lender.ended[0]
             assert (n.xkind, n.head, n.more) == (X_HANDOVER, head, len(body))
-            assert done[0].xkind == X_HANDOVER and done[0].phase is Phase.END
+            assert lender.credits[0].xkind == X_HANDOVER and lender.credits[0].phase is Phase.END
     run(main())
 
 
@@ -423,17 +381,15 @@ def test_the_forwarded_head_matches_pythons_for_browser_like_heads(net):
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client)
+            lender = await first_exchange(e, origin, srv, cli, client, [p[1] for p in servers])
             for k, head in enumerate(heads):
-                await lend(e, nxt, cli, servers[k][1], done)
                 client.sendall(head)
                 want = forwarded(head)
                 assert await read_all(servers[k][0], len(want)) == want
                 servers[k][0].sendall(RESP + (b"" if head.startswith(b"HEAD") else b"hello"))
-                await until(lambda: len(done) == k + 1)
-                assert done[k].xkind == X_DONE
-            e.cancel(nxt, lambda c: None)
+                await until(lambda: len(lender.credits) == k + 1)
+                assert lender.credits[k].xkind == X_DONE
+            assert lender.wants == len(heads)
     run(main())
 
 
@@ -442,17 +398,12 @@ def test_no_buffer_beyond_one_a_job_means_no_express_lane(net):
     express lane: the jobs must never lack a buffer."""
     origin, srv = net.tcp()
     cli, client = net.tcp()
-    spare_o, spare = net.tcp()
     head = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
 
     async def main():
         async with engine(maxjobs=8, bufsize=4096, nbufs=8) as e:
-            done: list = []
-            nxt = await first_exchange(e, origin, srv, cli, client)
-            await lend(e, nxt, cli, spare, done)
+            lender = await first_exchange(e, origin, srv, cli, client)
             client.sendall(head)
-            n = await e.wait(*nxt)
-            assert (n.head, n.xkind) == (head, 0)
-            await until(lambda: done)
-            assert done[0].xkind == X_UNUSED
+            await until(lambda: lender.ended)
+            assert (lender.ended[0].head, lender.ended[0].xkind, lender.wants) == (head, 0, 0)
     run(main())

@@ -322,28 +322,25 @@ struct spl_done {
  * Upgrade or hop-by-hop field but `Connection: keep-alive`) of a GET or HEAD without a body,
  * or of a POST, PUT, PATCH or DELETE whose Content-Length body (digits, no leading zero)
  * came whole with it and fits the buffer behind it (copied, sent with the head in one
- * send), whose target is plain:
- * origin-form, without `%`, `;`, `#`, `\` or a "/." (splicer/http/normalize.py ambiguity()
- * then has nothing to say of it), and whose head job holds a credit: a server connection
- * the caller lent it (spl_credit) after picking its server and taking the connection from
- * its idle pool, for that head job's next request. The engine sends the head on it (without
- * its Connection field, with X-Forwarded-For under SPL_RELAY_XFF), reads and relays the
- * response as SPL_JOB_RELAY does, and reads the client's next head as the same head job
- * (which needs a new credit). A credit ends in one completion (id: the credit's, xkind):
- * SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body, relayed,
- * bytes_fwd: the response's body, relay_flags);
- * SPL_X_UNUSED, given back unused (its head job ended first, or got its head before the
- * credit came, or spl_credit_flush), posted before the head job's own completion;
- * SPL_X_DEAD, found closed or out of step when the request came (the head goes to the
+ * send), whose target is plain: origin-form, without `%`, `;`, `#`, `\` or a "/."
+ * (splicer/http/normalize.py ambiguity() then has nothing to say of it). For such a head
+ * the head job posts SPL_X_WANT (id: the head job's; not its end) and waits for its credit:
+ * the server connection the caller picks for the request and lends it (spl_credit), or a
+ * refusal (spl_credit with fd -1: the head then ends the head job as usual). With it, the
+ * engine sends the head (without its Connection field, with X-Forwarded-For under
+ * SPL_RELAY_XFF), reads and relays the response as SPL_JOB_RELAY does, and reads the
+ * client's next head as the same head job. A credit ends in one completion (id: the
+ * credit's, xkind): SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body,
+ * relayed, bytes_fwd: the response's body, relay_flags); SPL_X_UNUSED, given back unused
+ * (its head job was over); SPL_X_DEAD, found closed or out of step (the head goes to the
  * caller); SPL_X_HANDOVER, the request went out on it but its response needs the caller
  * (not relayable, a timeout, an error before or during the relay): the completion says
- * what a RELAY job's would (how, res, side, phase, head_buf, relayed), and the client's head
- * job ends with xkind SPL_X_HANDOVER and the request head (head_more: its body's bytes,
- * which went with it), as if it had just read it. A
- * request that does not qualify ends the head job as usual, its credit given back first. */
+ * what a RELAY job's would (how, res, side, phase, head_buf, relayed), and the client's
+ * head job ends with xkind SPL_X_HANDOVER and the request head (head_more: its body's
+ * bytes, which went with it), as if it had just read it. */
 struct spl_engine;
 
-#define SPL_X_BACKENDS 64 /* express backends (what spl_credit_flush names) */
+#define SPL_X_BACKENDS 64 /* express backends (struct spl_job.xbe) */
 
 enum spl_xkind {
 	SPL_X_NONE = 0,
@@ -351,19 +348,16 @@ enum spl_xkind {
 	SPL_X_UNUSED = 2,
 	SPL_X_DEAD = 3,
 	SPL_X_HANDOVER = 4,
+	SPL_X_WANT = 5, /* a head job's: its request waits for its credit (not its end) */
 };
 
-/* Lends the engine server connection `fd` (generation `gen`, as a job's) for the next
- * express request of head job `head_id`, which reads client socket `cli_fd`, as credit `id`
- * (non-zero, unique among those in flight). Counts as a job in flight until its completion
- * is reaped. Returns 0, -EAGAIN (queue or jobs full), -EINVAL. Thread: the submitting
+/* Lends the engine server connection `fd` (generation `gen`, as a job's) for the express
+ * request head job `head_id` (reading client socket `cli_fd`) asked a credit for
+ * (SPL_X_WANT), as credit `id` (non-zero, unique among those in flight); it counts as a job
+ * in flight until its completion is reaped. fd -1 (id and gen 0) refuses: the head goes to
+ * the caller. Returns 0, -EAGAIN (queue or jobs full), -EINVAL. Thread: the submitting
  * thread; call spl_wake() after a batch. */
 int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen);
-
-/* Gives back every credit of express backend `be` (struct spl_job.xbe of the arming job)
- * not carrying a request (SPL_X_UNUSED). Scans the jobs: for a server's change of state,
- * not the request path. Returns 0, -EAGAIN, -EINVAL. Thread: the submitting thread. */
-int spl_credit_flush(struct spl_engine *e, uint32_t be);
 
 /* Engine settings. */
 #define SPL_ENGINE_INLINE 1u /* struct spl_cfg.flags: no thread, the caller turns the engine */
