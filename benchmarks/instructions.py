@@ -121,8 +121,10 @@ def instructions(checkout: Path, cfg: Path, wd: Path, load: str, n: int) -> int:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out.%p", sys.executable, "-c",
            "import sys; from splicer.cli import main; sys.exit(main())", "-q", "-c", str(cfg)]
+    # (from the work directory: `python -c` puts its working directory first on sys.path,
+    # where a run from a checkout's root would import that checkout, not `checkout`)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, cwd=str(out))
     try:
         deadline = time.monotonic() + 300
         while True:
