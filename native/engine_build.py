@@ -22,7 +22,7 @@ ffibuilder.set_source(
     sources=[os.path.join(REL, "src", name) for name in ("pipe.c", "splice.c", "chunked.c", "head.c", "h1.c", "engine.c", "datagram.c", "accept.c")],
     include_dirs=[os.path.join(REL, "include"), os.path.join(REL, "src")],
     depends=[os.path.join(REL, "include", "splicer", "engine.h")]
-    + [os.path.join(REL, "src", name) for name in ("pool.h", "wheel.h", "express.h")],
+    + [os.path.join(REL, "src", name) for name in ("pool.h", "wheel.h")],
     extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
     libraries=["pthread"],
 )
