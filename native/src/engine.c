@@ -1121,6 +1121,19 @@ static void spl_advance(struct spl_engine *e, struct spl_slot *s)
 	s->phase = SPL_PHASE_END;
 }
 
+/* Forgets the head phase's progress (its buffer aside) before slot s reads a new head. */
+static void spl_head_reset(struct spl_slot *s)
+{
+	s->hgot = 0;
+	s->hstarted = 0;
+	s->hindexed = 0;
+	s->hinfo = 0;
+	s->hmore = 0;
+	s->planned = 0;
+	s->rextra = 0;
+	s->rbody = 0;
+}
+
 /* SPL_JOB_THEN_HEAD: every phase of the job in slot s completed. Posts its completion, lets
  * go of src_fd, and turns the slot into the head job next_id on dst_fd (no new message, no
  * epoll_ctl: the client socket stays attached). */
@@ -1173,14 +1186,7 @@ static void spl_chain(struct spl_engine *e, struct spl_slot *s)
 	s->dir[0].dst = -1;
 	s->dir[1].done = 1;
 	s->hbuf = -1;
-	s->hgot = 0;
-	s->hstarted = 0;
-	s->hindexed = 0;
-	s->hinfo = 0;
-	s->hmore = 0;
-	s->planned = 0;
-	s->rextra = 0;
-	s->rbody = 0;
+	spl_head_reset(s);
 	s->progress = 0;
 	s->last_ms = e->now_ms;
 	s->phase = SPL_PHASE_HEAD;
@@ -1639,14 +1645,7 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	s->dir[1].dst = -1;
 	s->dir[1].left = UINT64_MAX;
 	s->dir[1].done = 1;
-	s->hgot = 0;
-	s->hstarted = 0;
-	s->hindexed = 0;
-	s->hinfo = 0;
-	s->hmore = 0;
-	s->planned = 0;
-	s->rextra = 0;
-	s->rbody = 0;
+	spl_head_reset(s);
 	s->relayed = 0;
 	s->rflags = 0;
 	s->prefetched = 0;
