@@ -344,6 +344,20 @@ class ClosingOrigin(ThreadedServer):
 
 
 
+def checked(sp, backend: str, server: str, want: str, timeout: float = 10.0) -> None:
+    """Until the server's health check said `want` (`show stat`'s check_status)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = sp.cli("@1 show stat").strip("\n").split("\n")
+        names = rows[0].lstrip("# ").split(",")
+        got = [dict(zip(names, r.split(","))) for r in rows[1:]]
+        if any(r.get("pxname") == backend and r.get("svname") == server and r.get("check_status") == want
+               for r in got):
+            return
+        assert time.monotonic() < deadline, f"no check said {want}: {got}"
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("mute, status, event", [
     (False, 502, "Close from server (http)"),
     (True, 504, "Read timeout (http)"),
@@ -356,6 +370,9 @@ def test_layer7_no_response_counts_as_an_error(start_splicer, mute, status, even
                       extra_backend="    option httpchk GET /health\n    timeout server 300ms\n")
     sp = start_splicer(cfg, [port])
     try:
+        # a check that passes clears the errors counted in a row: the requests go after the
+        # first one (the next is 60 s away), not around it
+        checked(sp, "farm", "s", "L7OK")
         assert [get(port).split()[0] for _ in range(2)] == [str(status)] * 2
         wait_log(sp, f"backend farm server s is DOWN (Health analyze: 2 consecutive errors, "
                      f"last one was: {event})")
