@@ -82,7 +82,8 @@ enum spl_op {
 	SPL_OP_SUBMIT = 0,
 	SPL_OP_CANCEL = 1,
 	SPL_OP_CREDIT = 2, /* job.id: the credit, dst_fd/dst_gen its connection (-1: refused),
-	                    * src_fd the client, next_id the client's head job */
+	                    * dst_idle_ms its connect_ms, src_fd the client, next_id the
+	                    * client's head job */
 };
 
 /* A server connection lent for one express request (spl_credit). */
@@ -90,6 +91,7 @@ struct spl_xcredit {
 	uint64_t id;
 	int32_t fd;
 	uint32_t gen;
+	uint32_t connect_ms; /* > 0: a new connection, maybe still connecting (spl_credit) */
 };
 
 enum spl_wait {
@@ -149,7 +151,6 @@ struct spl_slot {
 	/* the express lane (SPL_RELAY_EXPRESS, see engine.h) */
 	uint8_t xarmed;        /* the client's next heads may take the express lane */
 	uint8_t xbusy;         /* an express request is under way: the slot runs its RELAY job */
-	uint8_t xcancel;       /* the head job was cancelled meanwhile: it ends with the request */
 	uint32_t xbe;          /* the backend whose credits it takes */
 	uint32_t xaddr;        /* the client's IPv4 address (X-Forwarded-For) */
 	uint32_t xflags;       /* the arming job's relay flags (SPL_RELAY_XFF) */
@@ -163,6 +164,8 @@ struct spl_slot {
 	struct spl_xcredit xc; /* its credit: the connection of its next express request */
 	uint8_t xhas;          /* xc holds one */
 	uint8_t xwant;         /* its request waits for the credit it asked for (SPL_X_WANT) */
+	uint8_t xclose;        /* the express request's response closes the client connection */
+	uint8_t xconnecting;   /* SEND on a credit's new connection: timed by its connect_ms */
 	int32_t qbuf;          /* the request head's buffer, kept until its response is relayed */
 	uint32_t qlen;         /* its bytes */
 	int32_t xout;          /* a head buffer serving as the out buffer of the express request */
@@ -599,6 +602,7 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	}
 	memset(&d, 0, sizeof(d));
 	d.id = s->job.id;
+	d.xkind = s->xclose ? SPL_X_CLOSED : SPL_X_NONE; /* (spl_xclosed) */
 	d.bytes_fwd = s->dir[0].moved;
 	d.bytes_rev = s->dir[1].moved;
 	d.res = res;
@@ -1104,6 +1108,11 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 /* Moves the job to its next phase (skipping those it does not ask for). */
 static void spl_advance(struct spl_engine *e, struct spl_slot *s)
 {
+	if (s->xconnecting && s->phase == SPL_PHASE_SEND) { /* the request went: it was connected */
+		s->xconnecting = 0;
+		s->job.dst_idle_ms = s->x_srv_ms;
+		spl_timer_set(e, s);
+	}
 	if (s->phase == SPL_PHASE_SEND && spl_has_body(&s->job)) {
 		s->phase = SPL_PHASE_BODY;
 		return;
@@ -1271,7 +1280,10 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
 	s->hgot = 0;
 	s->hstarted = 0;
 	s->hmore = 0;
-	if (job->relay_flags & SPL_RELAY_CLOSE_CLIENT) {
+	if (s->xbusy && (job->relay_flags & SPL_RELAY_CLOSE_CLIENT)) {
+		/* an express request's: its head job ends after the response (spl_xclosed) */
+		job->flags = pipe != NULL ? 0 : SPL_JOB_COPY;
+	} else if (job->relay_flags & SPL_RELAY_CLOSE_CLIENT) {
 		/* the client connection ends after this response: no next head to read */
 		struct spl_done d;
 
@@ -1387,7 +1399,7 @@ static void spl_credit_take(struct spl_engine *e, const struct spl_job *m)
 		spl_xpost(e, m->id, SPL_X_UNUSED);
 		return;
 	}
-	s->xc = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen};
+	s->xc = (struct spl_xcredit){m->id, m->dst_fd, m->dst_gen, m->dst_idle_ms};
 	s->xhas = 1;
 	if (s->xwant) {
 		s->xwant = 0;
@@ -1455,9 +1467,10 @@ static int64_t spl_express_length(const char *buf, const uint32_t *idx)
 
 /* Whether the request head buf[0..len), indexed in idx, may take the express lane (see
  * engine.h) with at most `maxhdr` fields: a GET or HEAD without a body, or a POST, PUT,
- * PATCH or DELETE with a Content-Length body (or none). Sets *no_body for HEAD and *body
- * to the body's bytes. */
-static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body, uint64_t *body)
+ * PATCH or DELETE with a Content-Length body (or none). Sets *no_body for HEAD, *body to
+ * the body's bytes and *close when it says `Connection: close`. */
+static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body, uint64_t *body,
+			  int *close)
 {
 	const uint32_t need = SPL_H1_F_PLAIN | SPL_H1_F_HOST | SPL_H1_F_HOST_OK;
 	const uint32_t refuse = SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT | SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
@@ -1467,8 +1480,9 @@ static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr,
 	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse) ||
 	    idx[2] > maxhdr)
 		return 0;
-	if ((flags & SPL_H1_F_CONNECTION) && !(flags & SPL_H1_F_CONN_KEEP_ALIVE))
+	if ((flags & SPL_H1_F_CONNECTION) && !(flags & (SPL_H1_F_CONN_KEEP_ALIVE | SPL_H1_F_CONN_CLOSE)))
 		return 0;
+	*close = (flags & SPL_H1_F_CONN_CLOSE) != 0;
 	*no_body = 0;
 	*body = 0;
 	if (m == 3 && memcmp(buf, "GET", 3) == 0)
@@ -1557,7 +1571,7 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	uint32_t extras = e->cfg.nbufs > e->cfg.maxjobs ? e->cfg.nbufs - e->cfg.maxjobs : 0;
 	uint32_t *idx, n;
 	char *buf;
-	int no_body;
+	int no_body, close;
 	uint64_t body;
 	int32_t out;
 	struct spl_xcredit c;
@@ -1570,11 +1584,14 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	idx = spl_hidx(e, s->hbuf);
 	spl_h1_parse(buf, s->hgot, idx);
 	s->hindexed = 1; /* (handed to the caller, it needs no second pass) */
-	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body, &body) || s->hgot + SPL_XFF_MAX + body > e->cfg.bufsize)
+	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body, &body, &close) ||
+	    s->hgot + SPL_XFF_MAX + body > e->cfg.bufsize)
 		return 0;
 	/* a body goes only when it is all there, read behind the head and sent with it in one
-	 * send (a copied body, as the Python path's small body that came with its head) */
-	if (body > s->hmore)
+	 * send (a copied body, as the Python path's small body that came with its head); a
+	 * request that closes the connection, only when nothing follows it (the caller drains
+	 * what a client sends behind its last request before it closes) */
+	if (body > s->hmore || (close && body != s->hmore))
 		return 0;
 	if (!s->xhas) { /* ask for the connection the balancer picks for it */
 		struct spl_done d;
@@ -1588,12 +1605,16 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 		d.phase = SPL_PHASE_HEAD;
 		d.head_buf = -1;
 		d.xkind = SPL_X_WANT;
+		d.bytes_rev = body; /* (a new connection carries no body: see below) */
 		spl_post(e, &d);
 		s->xwant = 1;
 		return 2;
 	}
 	c = s->xc;
-	if (!spl_credit_alive(e, &c)) { /* the server closed it meanwhile: the caller takes the head */
+	if (c.connect_ms != 0 && body > 0)
+		return 0; /* its body, read from the client, would be lost if the connect failed
+			   * (the credit goes back with the head job's end) */
+	if (c.connect_ms == 0 && !spl_credit_alive(e, &c)) { /* the server closed it meanwhile: the caller takes the head */
 		s->xhas = 0;
 		spl_xpost(e, c.id, SPL_X_DEAD);
 		return 0;
@@ -1635,8 +1656,11 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	job->head_ms = s->x_ms;
 	job->head_limit = s->x_limit;
 	job->src_idle_ms = job->cli_idle_ms;
-	job->dst_idle_ms = s->x_srv_ms;
-	job->relay_flags = no_body ? SPL_RELAY_NO_BODY : 0;
+	/* a new connection has connect_ms to carry the request (spl_advance) */
+	job->dst_idle_ms = c.connect_ms ? c.connect_ms : s->x_srv_ms;
+	s->xconnecting = c.connect_ms != 0;
+	s->xclose = (uint8_t)close;
+	job->relay_flags = (no_body ? SPL_RELAY_NO_BODY : 0) | (close ? SPL_RELAY_CLOSE_CLIENT : 0);
 	memset(s->dir, 0, sizeof(s->dir));
 	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = c.fd;
@@ -1686,8 +1710,11 @@ static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done 
 	d->xother = s->xnext;
 	d->xstatus = s->xstatus;
 	d->xreq = s->xreq;
-	if (d->head_buf != -1)
+	if (d->head_buf != -1) {
+		if (spl_hidx(e, d->head_buf)[3] & SPL_H1_F_CONN_CLOSE) /* (indexed by spl_relay_plan) */
+			d->relay_flags |= SPL_RELAY_SERVER_CLOSE;
 		e->hfree[e->nhfree++] = d->head_buf;
+	}
 	d->head_buf = -1;
 	d->head_len = 0;
 	spl_xrelease(e, s);
@@ -1743,6 +1770,27 @@ static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, 
 	spl_xrelease(e, s);
 }
 
+/* The express request of slot s, which closes the client connection, was relayed whole:
+ * its credit ends SPL_X_DONE, then the head job with xkind SPL_X_CLOSED (spl_finish). */
+static void spl_xclosed(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_done d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = s->job.id;
+	d.bytes_fwd = s->dir[0].moved;
+	d.how = SPL_END_DONE;
+	d.side = SPL_SIDE_SRC;
+	d.phase = SPL_PHASE_END;
+	d.head_buf = -1;
+	if (s->rbuf != -1)
+		spl_relay_done(e, s, &d);
+	spl_xdone(e, s, &d);
+	spl_post(e, &d);
+	s->xarmed = 0;
+	spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+}
+
 /* Runs the job until it waits, uses its turn or ends. */
 static void spl_run(struct spl_engine *e, struct spl_slot *s)
 {
@@ -1769,12 +1817,12 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 			through = spl_run_head(e, s);
 			break;
 		default:
+			if (s->xclose && s->xbusy && !(s->job.flags & SPL_JOB_RELAY)) {
+				spl_xclosed(e, s);
+				return;
+			}
 			if (s->job.flags & SPL_JOB_THEN_HEAD) {
 				spl_chain(e, s);
-				if (s->xcancel) { /* cancelled while its express request ran */
-					spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
-					return;
-				}
 				continue;
 			}
 			if ((s->job.flags & SPL_JOB_RELAY) && spl_relay(e, s))
@@ -1824,6 +1872,19 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		s->x_limit = job->head_limit;
 		s->x_srv_ms = job->dst_idle_ms;
 		s->xnext = job->next_id;
+	} else if (!(job->flags & (SPL_JOB_RELAY | SPL_JOB_THEN_HEAD | SPL_JOB_TUNNEL)) &&
+		   (job->relay_flags & SPL_RELAY_EXPRESS) && job->xbe < SPL_X_BACKENDS && job->dst_fd < 0 &&
+		   job->head_fd >= 0 && job->head_fd == job->src_fd && job->cli_fd == job->src_fd &&
+		   !(job->relay_flags & SPL_RELAY_CLOSE_CLIENT)) {
+		/* a head-only job armed from its own head on (engine.h "the express lane") */
+		s->xarmed = 1;
+		s->xbe = job->xbe;
+		s->xaddr = job->xaddr;
+		s->xflags = job->relay_flags;
+		s->xmaxhdr = job->xmaxhdr;
+		s->x_first_ms = s->x_ms = s->x_srv_ms = job->dst_idle_ms;
+		s->x_limit = job->head_limit;
+		s->xnext = job->id;
 	}
 	s->active = 1;
 	s->last_ms = e->now_ms;
@@ -1866,14 +1927,7 @@ static void spl_cancel_job(struct spl_engine *e, uint64_t id)
 
 		if (!s->active)
 			continue;
-		if (s->job.id == id && s->xbusy) {
-			/* the client's head job runs an express request: it ends once the
-			 * response went (or with the request handed over), not in its middle */
-			s->xcancel = 1;
-			s->xarmed = 0;
-			return;
-		}
-		if (s->job.id == id) {
+		if (s->job.id == id) { /* (one running an express request hands it over, cancelled) */
 			spl_finish(e, s, SPL_END_CANCELLED, -ECANCELED, SPL_SIDE_SRC);
 			return;
 		}
@@ -2372,7 +2426,8 @@ int spl_push(struct spl_engine *e, const struct spl_job *job)
 	return rc;
 }
 
-int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen)
+int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen,
+	       uint32_t connect_ms)
 {
 	struct spl_job job;
 	int rc;
@@ -2385,6 +2440,7 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	job.id = id;
 	job.dst_fd = fd;
 	job.dst_gen = gen;
+	job.dst_idle_ms = fd >= 0 ? connect_ms : 0;
 	job.src_fd = cli_fd;
 	job.next_id = head_id;
 	rc = spl_queue(e, SPL_OP_CREDIT, &job);

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 12
+ABI = 13
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -391,18 +391,20 @@ class EngineHandle:
         (spl_job_relaying: a scan of the jobs, for the runtime API)."""
         return self._e is not None and lib.spl_job_relaying(self._e, job_id) == 1
 
-    def credit(self, head_id: int, cli_fd: int, credit_id: int, fd: int, gen: int) -> bool:
+    def credit(self, head_id: int, cli_fd: int, credit_id: int, fd: int, gen: int, connect_ms: int = 0) -> bool:
         """Lend the engine the server connection `fd` (generation `gen`) as credit
         `credit_id` for the express request head job `head_id` (reading client socket
         `cli_fd`) asked one for (X_WANT), or refuse it with fd -1 (spl_credit; wake() after a
-        batch). False when the engine has no room for it now.
+        batch). `connect_ms` > 0: `fd` is a new connection whose non-blocking connect may be
+        under way, to be established within that many ms; 0: an idle one. False when the
+        engine has no room for it now.
 
         Raises:
             EngineError: a bad argument (EINVAL) or a closed engine.
         """
         if self._e is None:
             raise EngineError(_errno.EBADF, "spl_credit: the engine is closed")
-        rc = lib.spl_credit(self._e, head_id, cli_fd, credit_id, fd, gen)
+        rc = lib.spl_credit(self._e, head_id, cli_fd, credit_id, fd, gen, connect_ms)
         if rc == -_errno.EAGAIN:
             return False
         if rc != 0:
@@ -525,8 +527,10 @@ RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
 RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
 RELAY_EXPRESS = lib.SPL_RELAY_EXPRESS
 RELAY_XFF = lib.SPL_RELAY_XFF
-X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER, X_WANT = (lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED,
-                                                        lib.SPL_X_DEAD, lib.SPL_X_HANDOVER, lib.SPL_X_WANT)
+RELAY_SERVER_CLOSE = lib.SPL_RELAY_SERVER_CLOSE
+X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER, X_WANT, X_CLOSED = (
+    lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED, lib.SPL_X_DEAD, lib.SPL_X_HANDOVER, lib.SPL_X_WANT,
+    lib.SPL_X_CLOSED)
 X_BACKENDS = lib.SPL_X_BACKENDS
 """The express lane (engine.h): what a credit's or head job's completion says (struct
 spl_done.xkind), and how many express backends an engine has."""

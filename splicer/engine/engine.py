@@ -126,10 +126,13 @@ class Completion(NamedTuple):
         relay_ms: relayed, ms from the response head's end to this completion.
         xkind: the express lane's (engine.h; binding.X_*): 0 for a job's completion; a
             credit's X_DONE, X_UNUSED, X_DEAD or X_HANDOVER; X_HANDOVER for the client's
-            head job whose request was handed over (`head` is that request head).
+            head job whose request was handed over (`head` is that request head), X_CLOSED
+            for one whose express request's response closed the client connection.
         xstatus: X_DONE: the response's status.
         xreq: X_DONE: the request head's bytes as the client sent them.
         xother: a credit's X_DONE or X_HANDOVER: the id of the client's head job.
+        xclose: a credit's X_DONE: the response said `Connection: close`, so its server
+            connection is not reused (binding.RELAY_SERVER_CLOSE).
     """
 
     end: JobEnd
@@ -149,6 +152,7 @@ class Completion(NamedTuple):
     xstatus: int = 0
     xreq: int = 0
     xother: int = 0
+    xclose: bool = False
 
 
 _ENDS = {e.value: e for e in JobEnd}
@@ -178,6 +182,7 @@ CLOSE_GRACE = 0.2
 """Seconds close() waits at most for an engine thread to report the jobs it cancels."""
 
 _SPLICED = binding.RELAY_SPLICED
+_SERVER_CLOSE = binding.RELAY_SERVER_CLOSE
 
 TRIM_AFTER = 1.0
 """Seconds an out buffer stays untaken at the bottom of the free list before its pages go
@@ -311,7 +316,7 @@ class Engine:
             if cb is not None:
                 c = _new(Completion, (_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"), _PHASES[phase], head,
                                       info != 0, index, more, relayed, rflags & _SPLICED != 0, rms, xkind,
-                                      xstatus, xreq, xother))
+                                      xstatus, xreq, xother, rflags & _SERVER_CLOSE != 0))
                 if cb is _UNCLAIMED:
                     self._early[job_id] = c  # a chained job's: then() takes it
                     continue
@@ -324,19 +329,24 @@ class Engine:
             if fut is not None and not fut.done():
                 fut.set_result(Completion(_ENDS[how], fwd, rev, -res, _SIDES.get(side, "dst"),
                                           _PHASES[phase], head, info != 0, index, more, relayed,
-                                          rflags & _SPLICED != 0, rms, xkind, xstatus, xreq, xother))
+                                          rflags & _SPLICED != 0, rms, xkind, xstatus, xreq, xother,
+                                          rflags & _SERVER_CLOSE != 0))
 
-    def credit(self, head_id: int, cli, sock, done) -> int | None:
-        """Lend the engine the idle server connection `sock` for the express request of head
+    def credit(self, head_id: int, cli, sock, done, connect: float | None = None) -> int | None:
+        """Lend the engine the server connection `sock` for the express request of head
         job `head_id` (reading client socket `cli`), which asked for it (Completion.xkind
         X_WANT; engine.h, "the express lane"); `done(Completion)` is called with the
         credit's completion (Completion.xkind says how it ended), and until then the engine
-        owns the socket. Returns the credit's id, or None when the engine has no room for it
-        now (nothing was lent: refuse())."""
+        owns the socket. `connect`: None for an idle connection; else `sock` is a new one
+        whose non-blocking connect may be under way, and the seconds it has to be
+        established (`timeout connect`; 0 or less: the engine's longest). Returns the
+        credit's id, or None when the engine has no room for it now (nothing was lent:
+        refuse())."""
         if self._closing:
             return None
         credit_id = self._next
-        if not self._h.credit(head_id, cli.fileno(), credit_id, sock.fileno(), self.gen(sock)):
+        connect_ms = 0 if connect is None else ms(connect) if connect > 0 else 0xFFFFFFFF
+        if not self._h.credit(head_id, cli.fileno(), credit_id, sock.fileno(), self.gen(sock), connect_ms):
             return None
         self._next += 1
         self._cbs[credit_id] = done
@@ -470,7 +480,7 @@ class Engine:
             else:
                 self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
                                out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
-                               job_id + 1, relay)
+                               job_id + 1 if chained else 0, relay)
         except BaseException:
             if out_buf >= 0:
                 self._free_out.append(out_buf)

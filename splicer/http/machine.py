@@ -144,6 +144,18 @@ _TERMS: dict = {}
 _UNKNOWN = object()
 
 
+def keep_alive_terms(retry_on: frozenset, splice) -> RelayTerms | None:
+    """The RelayTerms of a response to a keep-alive HTTP/1.1 client's request other than HEAD
+    under a backend's `retry-on` set and response splice policy, as relay_terms() gives
+    them (None: the engine relays none); the express lane arms a connection's first head
+    with them (runtime/express.py; the engine sets HEAD's and a closing client's itself)."""
+    key = (retry_on, splice, False, False, False)
+    terms = _TERMS.get(key, _UNKNOWN)
+    if terms is _UNKNOWN:
+        terms = _TERMS[key] = _relay_terms(*key)
+    return terms
+
+
 # -- jobs: what the driver carries out -------------------------------------------------------
 
 class Buffer(NamedTuple):

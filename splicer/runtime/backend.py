@@ -62,6 +62,8 @@ class Server:
         health: its check and observe state (runtime/probes.py ServerHealth), None when it
             has no `check`.
         leases: the connections to it lent to streams now (Backend.acquire .. release).
+        credits: the connections to it lent to the engine's express lane now, one request
+            each (Backend.credit_lease / credit_connect .. credit_back / credit_adopt).
         admin: its administrative state (haproxy SRV_ADMF_*): "MAINT" (maintenance: no
             traffic, no checks; `disabled`, `set server ... state maint`) and/or "DRAIN"
             (no new balanced session; `set server ... state drain`); empty: ready.
@@ -80,6 +82,7 @@ class Server:
     counters: Counters = field(default_factory=Counters)
     health: object = None
     leases: set = field(default_factory=set)
+    credits: set = field(default_factory=set)
     admin: set = field(default_factory=set)
     weight: int = 1
     health_up: bool = True
@@ -204,10 +207,6 @@ class Backend:
         self.connect_timeout = t.connect
         self.queue_timeout = t.queue if t.queue is not None else t.connect
         self._purge_timer: asyncio.TimerHandle | None = None
-        self.credited = [0] * len(self.servers)
-        """Per server, its connections lent to the engine as express credits (runtime/express.py):
-        no stream holds them, so they take no slot of the balancer and no place in `leases`;
-        the pool's estimate of needed connections counts them as in use."""
 
     @property
     def queued(self) -> int:
@@ -379,13 +378,14 @@ class Backend:
     # -- express credits (runtime/express.py): connections lent to the engine for one
     # request each, not to a stream
 
-    def credit_lease(self) -> Lease | None:
+    def credit_lease(self, min_uses: int = 0) -> Lease | None:
         """The connection of an express request (runtime/express.py), as its credit: the
-        balancer's pick, as a request's (but no slot: the request is counted once it ran),
-        and an idle live connection of that server (reused; health told L4_OK, as for a
-        stream's lease). None when requests wait in the queue (they go first), no server is
-        usable, or the server picked has no idle connection: then the pick is taken back
-        (the request picks on its way, and opens a connection if it must)."""
+        balancer's pick and its slot, as a request's (scur counts it), and an idle live
+        connection of that server that served at least `min_uses` requests (reuse_floor();
+        reused; health told L4_OK, as for a stream's lease), in the server's `credits`.
+        None when requests wait in the queue (they go first), no server is usable, or the
+        server picked has no such idle connection: then the pick is taken back (the request
+        picks on its way, and opens a connection if it must)."""
         if self.waiting and self._fifo:
             return None
         b = self.balancer
@@ -395,22 +395,54 @@ class Backend:
         if i is None:
             return None
         srv = self.servers[i]
-        got = srv.idle.take(now, self._quiet, 0) if len(srv.idle) else None
+        got = srv.idle.take(now, self._quiet, min_uses) if len(srv.idle) else None
         if got is None:
             b.set_turn_state(turn)
             return None
-        self.credited[i] += 1
-        srv.idle.note_used(len(srv.leases) + self.credited[i])
+        b.take_conn(i)
+        lease = Lease(srv, got[0], True, 0, got[1])
+        srv.credits.add(lease)
+        srv.idle.note_used(len(srv.leases) + len(srv.credits))
         srv.observe(Event.L4_OK)
-        return Lease(srv, got[0], True, 0, got[1])
+        return lease
+
+    def credit_connect(self) -> tuple[Lease, int] | None:
+        """The connection of an express request that may not take an idle one (a client
+        session's first request under `http-reuse safe`): the balancer's pick, as
+        credit_lease()'s, and a new non-blocking connection to that server whose connect()
+        was started (io.start_connect). Returns (lease, errno of a connect that failed at
+        once, else 0), or None when requests wait in the queue or no server is usable.
+        The engine finishes the connect (Engine.credit with `connect`); one that fails is
+        the first failed attempt of the request's acquire() (its `failed`)."""
+        if self.waiting and self._fifo:
+            return None
+        i = self.balancer.pick((), None, self.loop.time())
+        if i is None:
+            return None
+        srv = self.servers[i]
+        sock, err = io.start_connect(srv.addr[0], srv.addr[1])
+        self.balancer.take_conn(i)
+        lease = Lease(srv, sock, False)
+        srv.credits.add(lease)
+        srv.idle.note_used(len(srv.leases) + len(srv.credits))
+        return lease, err
+
+    def credit_connected(self, lease: Lease) -> None:
+        """A credit's new connection carried its request: counted as acquire() counts an
+        established connection (stot; health told L4_OK)."""
+        srv = lease.server
+        srv.counters.stot += 1
+        self.counters.stot += 1
+        srv.observe(Event.L4_OK)
 
     def credit_back(self, lease: Lease, reusable: bool, used: bool) -> None:
-        """A credit's connection comes back: to the pool when `reusable` (`used`: it served
-        a request), else closed."""
+        """A credit's connection comes back (and its slot): to the pool when `reusable`
+        (`used`: it served a request), else closed."""
         srv = lease.server
-        self.credited[srv.index] -= 1
+        srv.credits.discard(lease)
+        self.balancer.drop_conn(srv.index)
         if reusable and self.reuse != "never" and lease.killed is None:
-            srv.idle.put(lease.sock, self.loop.time(), lease.uses + used, len(srv.leases) + self.credited[srv.index])
+            srv.idle.put(lease.sock, self.loop.time(), lease.uses + used, len(srv.leases) + len(srv.credits))
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + srv.idle.max_idle, self._purge)
         else:
@@ -419,10 +451,9 @@ class Backend:
 
     def credit_adopt(self, lease: Lease) -> None:
         """A credit's request was handed back: its connection is a stream's lease from now
-        on (a slot of its server, in `leases`; release() gives it back)."""
+        on (its slot too, in `leases`; release() gives them back)."""
         srv = lease.server
-        self.credited[srv.index] -= 1
-        self.balancer.take_conn(srv.index)
+        srv.credits.discard(lease)
         srv.leases.add(lease)
 
     def idle_lease(self, i: int, min_uses: int = 0) -> Lease | None:
@@ -439,14 +470,15 @@ class Backend:
         a reused idle connection included)."""
         srv = lease.server
         srv.leases.add(lease)
-        srv.idle.note_used(len(srv.leases))
+        srv.idle.note_used(len(srv.leases) + len(srv.credits))
         srv.observe(Event.L4_OK)
         return lease
 
     async def acquire(self, avoid: set[int] | None = None, allow_reuse: bool = True,
                       left: int | None = None, only: int | None = None,
                       picked: int | None = None, key: int | None = None,
-                      min_uses: int = 0, force: int | None = None) -> Lease:
+                      min_uses: int = 0, force: int | None = None,
+                      failed: tuple[int, BaseException] | None = None) -> Lease:
         """Lend a connection to a server of this backend, retrying failed connects as
         http/retry.py decides (the RetryEvent.CONN_FAILURE row of its table).
 
@@ -464,6 +496,9 @@ class Backend:
             force: the server persistence chose (persistence()): its slot is taken (or
                 waited for) whatever its state, unless it is in `avoid` (a redispatch);
                 a connect retry without redispatch goes back to it.
+            failed: (server index, exception) of a connect the express lane tried for
+                this request and that failed (runtime/express.py): it is this acquire's
+                first attempt, counted and retried as one of its own.
 
         Returns:
             A Lease; give it back with release().
@@ -478,7 +513,10 @@ class Backend:
         look_idle = allow_reuse and picked is None  # pick_now()'s caller looked already
         if force is not None and (force in avoid or (only is not None and only != force)):
             force = None  # redispatched: balanced like any request
-        if picked is not None:
+        if failed is not None:
+            i = failed[0]
+            self.balancer.take_conn(i)  # (the lane gave its attempt's slot back: it is given up below)
+        elif picked is not None:
             i = picked
         elif force is not None:
             i = await self._pick(avoid, key, force)
@@ -488,52 +526,57 @@ class Backend:
         redispatched = False
         while True:
             srv = self.servers[i]
-            if look_idle:
-                got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
-                if got is not None:
-                    return self._lend(Lease(srv, got[0], True, 0, got[1]))
-            t0 = self.loop.time()
-            try:
-                sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
-            except (OSError, TimeoutError) as exc:
-                srv.observe(Event.L4_ERR)
-                srv.counters.econ += 1
-                self.counters.econ += 1
-                log.warning("backend %s server %s: connect failed: %s", self.name, srv.model.name,
-                            exc or "timeout")
-                self.balancer.drop_conn(i)
-                self._wake_queue()
-                verdict = decide(self.policy, RetryEvent.CONN_FAILURE, left - used)
-                if not verdict.again:
-                    raise NoServerAvailable(f"backend '{self.name}': no server reachable",
-                                            "sC" if isinstance(exc, TimeoutError) else "SC", used, srv) from None
-                used += 1
-                look_idle = allow_reuse
-                self.counters.wretr += 1
-                srv.counters.wretr += 1
-                if verdict.elsewhere:
-                    force = None  # option redispatch: persistence gives way
-                    avoid.add(i)
-                    if not self.others_usable(avoid):
-                        avoid = {i}  # every server failed once: round again, this one last
-                    if self.others_usable(avoid):
-                        i = await self._pick_other(avoid, key)
-                        if i != srv.index:
-                            self.counters.wredis += 1
-                            srv.counters.wredis += 1
-                            redispatched = True
-                            continue
-                        self.balancer.drop_conn(i)  # the same server again: turn around first
-                        self._wake_queue()
-                await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
-                # the slot was given up meanwhile: take it again through the queue, so the
-                # server's maxconn holds (someone else may have taken it)
-                i = await (self._pick(avoid, key, i) if force == i else self._pick(everyone - {i}))
-                continue
-            srv.counters.stot += 1
-            self.counters.stot += 1
-            return self._lend(Lease(srv, sock, False, used, connect=self.loop.time() - t0,
-                                    redispatched=redispatched))
+            if failed is not None:
+                exc, failed = failed[1], None
+            else:
+                if look_idle:
+                    got = srv.idle.take(self.loop.time(), self._quiet, min_uses)
+                    if got is not None:
+                        return self._lend(Lease(srv, got[0], True, 0, got[1]))
+                t0 = self.loop.time()
+                try:
+                    sock = await io.connect(self.loop, srv.addr[0], srv.addr[1], self.connect_timeout)
+                except (OSError, TimeoutError) as err:
+                    exc = err
+                else:
+                    srv.counters.stot += 1
+                    self.counters.stot += 1
+                    return self._lend(Lease(srv, sock, False, used, connect=self.loop.time() - t0,
+                                            redispatched=redispatched))
+            # the attempt failed: haproxy's connect retries (retries, option redispatch)
+            srv.observe(Event.L4_ERR)
+            srv.counters.econ += 1
+            self.counters.econ += 1
+            log.warning("backend %s server %s: connect failed: %s", self.name, srv.model.name,
+                        exc or "timeout")
+            self.balancer.drop_conn(i)
+            self._wake_queue()
+            verdict = decide(self.policy, RetryEvent.CONN_FAILURE, left - used)
+            if not verdict.again:
+                raise NoServerAvailable(f"backend '{self.name}': no server reachable",
+                                        "sC" if isinstance(exc, TimeoutError) else "SC", used, srv) from None
+            used += 1
+            look_idle = allow_reuse
+            self.counters.wretr += 1
+            srv.counters.wretr += 1
+            if verdict.elsewhere:
+                force = None  # option redispatch: persistence gives way
+                avoid.add(i)
+                if not self.others_usable(avoid):
+                    avoid = {i}  # every server failed once: round again, this one last
+                if self.others_usable(avoid):
+                    i = await self._pick_other(avoid, key)
+                    if i != srv.index:
+                        self.counters.wredis += 1
+                        srv.counters.wredis += 1
+                        redispatched = True
+                        continue
+                    self.balancer.drop_conn(i)  # the same server again: turn around first
+                    self._wake_queue()
+            await asyncio.sleep(min(self.connect_timeout or 1.0, 1.0))
+            # the slot was given up meanwhile: take it again through the queue, so the
+            # server's maxconn holds (someone else may have taken it)
+            i = await (self._pick(avoid, key, i) if force == i else self._pick(everyone - {i}))
 
     def release(self, lease: Lease, reusable: bool) -> None:
         """Give a connection back: to the idle pool when `reusable` (and it was not shut
@@ -541,7 +584,7 @@ class Backend:
         srv = lease.server
         srv.leases.discard(lease)
         if reusable and self.reuse != "never" and lease.killed is None:
-            srv.idle.put(lease.sock, self.loop.time(), lease.uses + 1, len(srv.leases) + self.credited[srv.index])
+            srv.idle.put(lease.sock, self.loop.time(), lease.uses + 1, len(srv.leases) + len(srv.credits))
             if self._purge_timer is None:
                 self._purge_timer = self.loop.call_at(self.loop.time() + lease.server.idle.max_idle,
                                                       self._purge)
@@ -564,7 +607,8 @@ class Backend:
         what its send buffer still held: the client sees the end within moments, not after
         the buffers drained at its pace. Returns how many were shut down."""
         n = 0
-        for lease in list(self.servers[i].leases):
+        srv = self.servers[i]
+        for lease in [*srv.leases, *srv.credits]:  # (an express request's too: its stream takes it over)
             if lease.killed is not None:
                 continue
             lease.killed = cause

@@ -87,6 +87,15 @@ def _session_lines(proxy) -> str:
         proto = "tcpv4" if isinstance(s.peer, tuple) else "unix_stream"
         lines.append(f"0x{id(s):x}: proto={proto} src={s.client_ip}:{s.client_port} fe={s.fe.name} "
                      f"be={be} srv={srv} age={int(now - s.started)}s phase={phase} worker={proxy.worker}\n")
+    engine = proxy.engine
+    for lane in proxy.lanes:  # the express lane's requests in flight (runtime/express.py)
+        for credit in list(lane.inflight):
+            s = credit.session
+            phase = "D" if engine is not None and engine.relaying(credit.head_id) else "H"
+            proto = "tcpv4" if isinstance(s.peer, tuple) else "unix_stream"
+            lines.append(f"0x{id(s):x}: proto={proto} src={s.client_ip}:{s.client_port} fe={s.fe.name} "
+                         f"be={lane.be.name} srv={credit.lease.server.model.name} age={int(now - s.started)}s "
+                         f"phase={phase} worker={proxy.worker}\n")
     return "".join(lines)
 
 

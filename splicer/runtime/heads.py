@@ -170,25 +170,40 @@ def body_of(c: Completion, copied: bool) -> tuple[bool, Result] | None:
 
 
 def submit_read_head(mover: Mover, sock: socket.socket, limit: int, first_timeout: float | None,
-                     timeout: float | None, skip_empty_lines: bool, done) -> int | None:
+                     timeout: float | None, skip_empty_lines: bool, done, express: tuple | None = None) -> int | None:
     """read_head() as a job whose Completion goes to `done(c)` from the engine's reap
-    (head_of() reads it). Returns the job id, or None when the engine did not take it."""
-    job = _read_head_job(mover, sock, limit, first_timeout, timeout, skip_empty_lines, done)
+    (head_of() reads it). `express`: (relay fields, server timeout in seconds) when the head
+    may take the express lane already (express_fields(); engine.h "the express lane": a
+    head-only job armed from its own head on). Returns the job id, or None when the engine
+    did not take it."""
+    job = _read_head_job(mover, sock, limit, first_timeout, timeout, skip_empty_lines, done, express)
     return None if job is None else job[0]
+
+
+def express_fields(terms, cli_fd: int, cli_gen: int, times: tuple, express: tuple) -> tuple:
+    """The relay fields that arm a head-only job for the express lane (relay_fields() of a
+    response under `terms`, a http/machine.py RelayTerms, with the lane's `express`,
+    ExpressLane.arming()): its requests' responses are relayed under those terms."""
+    return (terms.status_max, cli_fd, cli_gen, *times, express[0], terms.splice_min, express[1], express[2],
+            express[3], 0)
 
 
 # -- the jobs themselves: one builder per shape, for the future and the callback forms ----
 
-def _read_head_job(mover: Mover, sock, limit, first_timeout, timeout, skip_empty_lines, done):
+def _read_head_job(mover: Mover, sock, limit, first_timeout, timeout, skip_empty_lines, done, express=None):
     """Submit a head-only job; (id, future or None), or None when not taken."""
     engine = mover.engine
     if engine is None or limit > engine.bufsize:
         return None
     fd = sock.fileno()
     try:
-        return engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
-                             head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
-                             src_gen=engine.gen(sock), done=done)
+        if express is None:
+            return engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, head_fd=fd,
+                                 head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
+                                 src_gen=engine.gen(sock), done=done)
+        return engine.submit(fd, -1, 0, JOB_SKIP_EMPTY if skip_empty_lines else 0, dst_idle_ms=ms(express[1]),
+                             head_fd=fd, head_first_ms=ms(first_timeout), head_ms=ms(timeout), head_limit=limit,
+                             src_gen=engine.gen(sock), done=done, relay=express[0])
     except EngineBusy:
         return None
 

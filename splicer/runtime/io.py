@@ -326,3 +326,19 @@ async def connect(loop: asyncio.AbstractEventLoop, host: str, port: int, timeout
     except BaseException:
         sock.close()
         raise
+
+
+def start_connect(host: str, port: int) -> tuple[socket.socket, int]:
+    """Start a TCP connection without waiting for it: a non-blocking socket with
+    TCP_NODELAY whose connect() was called. Returns (socket, errno): 0 when the connect is
+    under way or done, else the error it failed with at once (the socket is still returned,
+    for its owner to close). Who finishes the connect waits for it to be writable (the
+    engine: spl_credit with connect_ms)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex((host, port))
+    except OSError as exc:
+        return sock, exc.errno or errno.EINVAL
+    return sock, 0 if err in (0, errno.EINPROGRESS) else err

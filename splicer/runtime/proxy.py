@@ -447,9 +447,10 @@ class Proxy:
             "log": self.logs.stats(),
             # the express lanes (runtime/express.py): requests the engine routed and relayed
             # by itself, those it handed back to a stream, those refused a credit, the
-            # credits lent now and so far
+            # credits lent now and so far, and of those the new connections
             "express": {lane.fe.name: {"requests": lane.requests, "handovers": lane.handovers,
-                                       "refused": lane.refused, "credits": lane.lent, "lends": lane.lends}
+                                       "refused": lane.refused, "credits": lane.lent, "lends": lane.lends,
+                                       "connects": lane.connects}
                         for lane in self.lanes},
         }
 
@@ -520,7 +521,8 @@ class Proxy:
         if not n:
             return
         deadline = self.loop.time() + KILL_GRACE
-        while self.loop.time() < deadline and self.busy:
+        # (an express request ends through its stream once the engine hands it over)
+        while self.loop.time() < deadline and (self.busy or any(lane.lent for lane in self.lanes)):
             await asyncio.sleep(0.01)
 
     async def serve(self) -> None:

@@ -41,7 +41,7 @@ from splicer.http.normalize import ambiguity
 from splicer.http.sample import RequestView, request_view_of
 from splicer.http.variables import Vars
 from splicer.http.termination import Cause
-from splicer.engine.binding import X_WANT, unpack_peer
+from splicer.engine.binding import X_CLOSED, X_WANT, unpack_peer
 from splicer.engine.engine import Completion, JobEnd
 from splicer.runtime import heads, io
 from splicer.runtime.route import Decision
@@ -208,9 +208,10 @@ class HttpSession:
             self._job = pending[0]
             engine.then(pending, self)
             return
+        lane = self.fe.lane
         job = heads.submit_read_head(self.fe.mover, self.sock, self.route.bufsize,
                                      self.t_request if first else self.t_keepalive, self.t_request,
-                                     True, self)
+                                     True, self, lane.first(self) if first and lane is not None else None)
         if job is None:
             self.spawn(self._read_head_on_loop(first))
         else:
@@ -228,7 +229,9 @@ class HttpSession:
         if c.xkind:
             if c.xkind == X_WANT:  # the express lane asks its request's connection (not the job's end)
                 self._job = job
-                return self.fe.lane.want(self, job)
+                return self.fe.lane.want(self, job, c.bytes_rev)
+            if c.xkind == X_CLOSED:  # the lane's request closed the connection (the client asked it)
+                return self.close()
             return self._handed(job, c)  # X_HANDOVER: the lane sent this request; its Stream goes on
         failure = "timeout" if c.end is JobEnd.TIMEOUT else "too-large" if c.end is JobEnd.TOO_LARGE else None
         # (after a timeout or an oversized head the engine only peeked the rest: it is unread)
@@ -253,7 +256,8 @@ class HttpSession:
             if lane.adopting is not None:
                 lease = lane.adopting[0]
                 lane.adopting = None
-                self.fe.backend.release(lease, False)
+                if lease is not None:
+                    self.fe.backend.release(lease, False)
 
     async def _read_head_on_loop(self, first: bool):
         """The engine could not take the head job: the loop reads the head (heads.read_head),
@@ -399,6 +403,11 @@ class HttpSession:
                 self._wait_head(False)  # idle again: no task until the next head is in
             else:
                 self.close()
+
+    @property
+    def closing(self) -> bool:
+        """close() was called: the session is ending (or ended)."""
+        return self._closing
 
     def close(self) -> None:
         """End the session: the engine lets go of the socket first (a head job is stopped),

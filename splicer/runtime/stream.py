@@ -117,7 +117,8 @@ class Stream(StreamMachine):
         self._timer = None        # a Wait job's timer
         self._responding = None   # the Respond job the engine took (run on the loop if it had no pipe)
         # a request the express lane sent and handed over: [its lease, the completion of its
-        # response's read], taken by the first Acquire and Send (runtime/express.py)
+        # response's read], taken by the first Acquire and Send; or [None, (server index,
+        # error)] when the lane's connect for it failed (runtime/express.py)
         lane = session.fe.lane
         if lane is not None and lane.adopting is not None:
             self._adopt = list(lane.adopting)
@@ -327,9 +328,15 @@ class Stream(StreamMachine):
         """An idle connection to the server the balancer picks, at once when there is one;
         else a task asks the backend (queue, connect, connect retries)."""
         adopt = self._adopt
-        if adopt is not None and adopt[0] is not None:  # the express lane's connection, the request on it
-            lease, adopt[0] = adopt[0], None
-            return self._leased(lease)
+        if adopt is not None:
+            if adopt[0] is not None:  # the express lane's connection, the request on it
+                lease, adopt[0] = adopt[0], None
+                return self._leased(lease)
+            # the lane's connect for it failed: the first attempt of its acquire
+            self._adopt = None
+            floor = self.be.reuse_floor(self.first)
+            return self._spawn(self._acquire_on_loop(job, job.allow_reuse and floor is not None, floor, None, None,
+                                                     adopt[1]))
         be = self.be
         floor = be.reuse_floor(self.first)  # http-reuse: None when no idle connection may serve
         allow = job.allow_reuse and floor is not None
@@ -344,10 +351,11 @@ class Stream(StreamMachine):
                 picked = i  # its slot is taken: a connection to it is opened
         self._spawn(self._acquire_on_loop(job, allow, floor, picked, force))
 
-    async def _acquire_on_loop(self, job: Acquire, allow: bool, floor, picked, force) -> None:
+    async def _acquire_on_loop(self, job: Acquire, allow: bool, floor, picked, force, failed=None) -> None:
         try:
             lease = await self.be.acquire(set(job.avoid), allow_reuse=allow, left=job.left, only=job.only,
-                                          picked=picked, key=self._key, min_uses=floor or 0, force=force)
+                                          picked=picked, key=self._key, min_uses=floor or 0, force=force,
+                                          failed=failed)
         except NoServerAvailable as exc:
             log.warning("%s", exc)
             self.step(Ev.NO_SERVER, exc.termination, exc.retries, exc.server)

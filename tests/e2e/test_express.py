@@ -1,6 +1,7 @@
 """The express lane end to end (runtime/express.py): a frontend without rules or access log
-has its plain keep-alive requests routed and relayed by the engine, and every counter,
-response and balancing decision is what the stream path gives (SPLICER_EXPRESS=off).
+has its plain requests routed and relayed by the engine (a connection's first one on a new
+server connection, as `http-reuse safe` wants, one with `Connection: close` too), and every
+counter, response and balancing decision is what the stream path gives (SPLICER_EXPRESS=off).
 
 Real parts: the `splicer` command, KeepAliveOrigin servers, raw client sockets on 127.0.0.1.
 """
@@ -42,7 +43,8 @@ def body_of(name: bytes, head: bytes) -> bytes:
 def origin(name: bytes) -> KeepAliveOrigin:
     """An origin that answers GET and HEAD with its name and the request line (a HEAD gets
     the same head, no body); /chunked with a chunked body (not for the engine to relay);
-    /close with a response after which it closes the connection."""
+    /close with a response after which it closes the connection; /say-close with one that
+    says `Connection: close` before it closes."""
     def script(conn_no, req_no, head):
         line = head.split(b"\r\n", 1)[0]
         body = body_of(name, head)
@@ -52,6 +54,8 @@ def origin(name: bytes) -> KeepAliveOrigin:
         head_out = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Served-By: %s\r\n\r\n" % (len(body), name)
         if line.startswith(b"HEAD "):
             return head_out, False
+        if b" /say-close" in line:
+            return head_out[:-2] + b"Connection: close\r\n\r\n" + body, True
         return head_out + body, b" /close" in line
     return KeepAliveOrigin(script, bodies=True)
 
@@ -135,7 +139,7 @@ def counters(sp) -> dict:
     be = st["backends"]["farm"]
     keys = ("req_tot", "bin", "bout", "hrsp_2xx", "hrsp_5xx", "reused", "terms", "spliced", "copied")
     return {"fe": {k: fe[k] for k in keys}, "be": {k: be[k] for k in keys},
-            **{n: {k: s[k] for k in keys} for n, s in be["servers"].items()}}
+            **{n: {k: s[k] for k in (*keys, "smax")} for n, s in be["servers"].items()}}
 
 
 def settle(sp) -> None:
@@ -229,10 +233,10 @@ def test_a_server_put_in_maintenance_gets_no_more_express_requests(start_splicer
 
 
 def test_which_requests_take_the_lane_and_which_are_handed_back(start_splicer, two):
-    """One client, one server (its pool always has the connection): after the first request
-    each qualifying one goes on its credit, the PUT with its body; /chunked is handed back
-    (the engine does not relay a chunked body) and finished by its stream; the escaped
-    target is not for the lane."""
+    """One client, one server: the first request goes on a new connection, each qualifying
+    one after it on an idle one (the server's pool always has it), the PUT with its body;
+    /chunked is handed back (the engine does not relay a chunked body) and finished by its
+    stream; the escaped target is not for the lane."""
     port = free_port()
     sp = start_splicer(config(port, two[:1]), [port])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
@@ -245,8 +249,122 @@ def test_which_requests_take_the_lane_and_which_are_handed_back(start_splicer, t
         assert time.monotonic() < deadline
         time.sleep(0.01)
     lane = sp.stats()["express"]["www"]
-    # /b, HEAD /c, /d, PUT, /g; /chunked (whose response its stream relays: the POST after
-    # it is not armed); /e%20f does not ask
-    assert (lane["requests"], lane["handovers"], lane["refused"], lane["credits"]) == (5, 1, 0, 0)
+    # /a (a new connection), /b, HEAD /c, /d, PUT, /g; /chunked (whose response its stream
+    # relays: the POST after it is not armed); /e%20f does not ask
+    assert (lane["requests"], lane["handovers"], lane["refused"], lane["credits"]) == (6, 1, 0, 0)
+    assert lane["connects"] == 1
     fe = sp.stats()["frontends"]["www"]
     assert (fe["req_tot"], fe["hrsp_2xx"], fe["terms"]) == (len(REQUESTS), len(REQUESTS), {"--": len(REQUESTS)})
+
+
+CLOSING = [b"GET /n%d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n" % i for i in range(6)] + \
+    [b"HEAD /h HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", b"GET /k HTTP/1.1\r\nHost: h\r\n\r\n"]
+
+
+def one_per_connection(port: int, requests: list[bytes]) -> list[tuple[bytes, bytes, bool]]:
+    """Each request on a connection of its own: (head, body, whether the proxy closed the
+    connection after the response) for each."""
+    out = []
+    for req in requests:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(req)
+            head, body = read_response(s, req.startswith(b"HEAD "))
+            s.settimeout(0.5 if b"Connection: close" not in req else 10)
+            try:
+                closed = s.recv(1) == b""
+            except TimeoutError:
+                closed = False
+            out.append((head, body, closed))
+    return out
+
+
+def all_counters(sp) -> dict:
+    """counters() and the connection ones: new connections (stot), failed connects, retries
+    and redispatches."""
+    st = sp.stats()
+    be = st["backends"]["farm"]
+    keys = ("stot", "econ", "wretr", "wredis")
+    got = counters(sp)
+    got["be"].update({k: be[k] for k in keys})
+    for n, srv in be["servers"].items():
+        got[n].update({k: srv[k] for k in keys})
+    return got
+
+
+def settle_be(sp, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and sp.stats()["backends"]["farm"]["req_tot"] < n:
+        time.sleep(0.02)
+
+
+def test_first_requests_take_the_lane_on_new_connections_and_count_as_the_stream_path(start_splicer, two):
+    """A request per connection (`Connection: close`, as a client without keep-alive): the
+    engine connects to the server the balancer picked, sends the request, relays the
+    response with `Connection: close` and the session closes; answers, servers in order
+    and every counter (new connections too) are the stream path's."""
+    results, stats, lanes = {}, {}, {}
+    for mode in ("off", "on"):
+        port = free_port()
+        sp = start_splicer(config(port, two), [port], env={"SPLICER_EXPRESS": mode})
+        results[mode] = one_per_connection(port, CLOSING)
+        settle_be(sp, len(CLOSING))
+        stats[mode] = all_counters(sp)
+        lanes[mode] = sp.stats().get("express", {}).get("www")
+        sp.stop()
+    on, off = results["on"], results["off"]
+    assert [h.split(b"\r\n", 1)[0] for h, _, _ in on] == [b"HTTP/1.1 200 OK"] * len(CLOSING)
+    assert served([(h, b) for h, b, _ in on]) == served([(h, b) for h, b, _ in off])
+    assert [c for _, _, c in on] == [c for _, _, c in off] == [True] * (len(CLOSING) - 1) + [False]
+    assert all(b"\r\nConnection: close" in h for h, _, _ in on[:-1])
+    assert [b for _, b, _ in on] == [b for _, b, _ in off]
+    assert stats["on"] == stats["off"]
+    assert stats["on"]["be"]["stot"] == len(CLOSING)  # each opened its own (http-reuse safe)
+    assert (lanes["on"]["requests"], lanes["on"]["connects"], lanes["on"]["handovers"]) == \
+        (len(CLOSING), len(CLOSING), 0)
+
+
+def test_a_first_request_whose_connect_fails_is_retried_as_by_the_stream_path(start_splicer, two):
+    """A dead server in the farm (nothing listens on its port): the lane's connect to it is
+    refused and the request's stream takes it as its first failed attempt (retries, option
+    redispatch): every request is answered by a live server, and econ, wretr, wredis and
+    the servers' order are what the stream path gives."""
+    dead = free_port()
+    results, stats, lanes = {}, {}, {}
+    for mode in ("off", "on"):
+        port = free_port()
+        cfg = config(port, two[:1]).replace("    balance roundrobin\n", "    balance roundrobin\n    retries 2\n"
+                                            "    option redispatch\n")
+        cfg += f"    server dead 127.0.0.1:{dead}\n"
+        sp = start_splicer(cfg, [port], env={"SPLICER_EXPRESS": mode})
+        results[mode] = one_per_connection(port, CLOSING[:4])
+        settle_be(sp, 4)
+        stats[mode] = all_counters(sp)
+        lanes[mode] = sp.stats().get("express", {}).get("www")
+        sp.stop()
+    on, off = results["on"], results["off"]
+    assert [h.split(b"\r\n", 1)[0] for h, _, _ in on] == [b"HTTP/1.1 200 OK"] * 4
+    assert served([(h, b) for h, b, _ in on]) == served([(h, b) for h, b, _ in off]) == [b"s1"] * 4
+    assert stats["on"] == stats["off"]
+    assert stats["on"]["dead"]["econ"] == 2 and stats["on"]["be"]["wredis"] == 2
+    assert lanes["on"]["handovers"] == 2  # the two whose connect failed went to their streams
+
+
+def test_a_response_that_says_close_gives_no_idle_connection_back(start_splicer, two):
+    """The server's `Connection: close` on an express request: its connection is not put
+    back in the pool (the stream path's rule), so no later request is sent on it."""
+    port = free_port()
+    sp = start_splicer(config(port, two[:1]), [port])
+    reqs = [b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n", b"GET /say-close HTTP/1.1\r\nHost: h\r\n\r\n"]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for req in reqs:
+            s.sendall(req)
+            head, _ = read_response(s)
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"Connection: close" not in head
+        settle_be(sp, 2)
+        assert sp.stats()["express"]["www"]["requests"] == 2
+        srv = sp.stats()["backends"]["farm"]["servers"]["s1"]
+        assert (srv["idle_conn_cur"], srv["stot"]) == (0, 1)
+        s.sendall(reqs[0])
+        assert read_response(s)[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    settle_be(sp, 3)
+    assert sp.stats()["backends"]["farm"]["servers"]["s1"]["stot"] == 2  # a new connection

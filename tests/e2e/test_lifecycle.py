@@ -320,6 +320,32 @@ def test_no_idle_close_on_response_closes_idle_connections_at_once(start_splicer
     assert sp.proc.wait(30) == 0
 
 
+def test_no_idle_close_on_response_lets_a_download_in_flight_finish(start_splicer, farm, www):
+    """A soft stop closes the idle connections only: a download under way (the engine's
+    express lane sends it: no rule, no log) completes byte-exact, first request or not."""
+    port = free_port()
+    cfg = http_config(port, [(o.name, o.port) for o in farm], extra_frontend="    no option idle-close-on-response\n")
+    sp = start_splicer(cfg, [port])
+    first = Download(port, "1g")
+    first.read(1 << 20)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/files/1k")
+    assert len(conn.getresponse().read()) == 1024
+    conn.request("GET", "/files/256m")  # a keep-alive connection's second request
+    second = conn.getresponse()
+    begun = second.read(1 << 20)
+    assert second.status == 200 and len(begun) == 1 << 20
+    sp.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "soft stop" in sp.log(), 30, "the worker's soft stop")
+    assert first.finish() == www[1]["1g"] and first.got == 1 << 30
+    sha = hashlib.sha256(begun)
+    rest = second.read()
+    sha.update(rest)
+    assert len(begun) + len(rest) == 256 << 20 and sha.hexdigest() == www[1]["256m"]
+    conn.close()
+    assert sp.proc.wait(30) == 0
+
+
 def test_busy_keepalive_connection_finishes_then_gets_connection_close(start_splicer, farm, www):
     """A keep-alive connection busy with a download when the soft stop begins: the download
     completes byte-exact, and the connection's next response says `Connection: close`."""

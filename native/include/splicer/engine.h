@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 12
+#define SPL_ENGINE_ABI 13
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -280,8 +280,11 @@ enum spl_relay_flag {
 	SPL_RELAY_KEEP_ALIVE = 16, /* job: an HTTP/1.0 client that keeps its connection: the head
 	                        * gets `Connection: keep-alive` */
 	SPL_RELAY_EXPRESS = 32, /* job: the client's next requests take the express lane while
-	                        * they qualify (see "the express lane" below), on backend xbe */
+	                        * they qualify (see "the express lane" below), on backend xbe;
+	                        * on a head-only job, its own head may already */
 	SPL_RELAY_XFF = 64,     /* job, with EXPRESS: express requests get `X-Forwarded-For: xaddr` */
+	SPL_RELAY_SERVER_CLOSE = 128, /* completion, a credit's SPL_X_DONE: the response said
+	                        * `Connection: close`: its server connection is not to be reused */
 };
 
 /* A completion, one per submitted job. */
@@ -324,20 +327,32 @@ struct spl_done {
  * came whole with it and fits the buffer behind it (copied, sent with the head in one
  * send), whose target is plain: origin-form, without `%`, `;`, `#`, `\` or a "/."
  * (splicer/http/normalize.py ambiguity() then has nothing to say of it). For such a head
- * the head job posts SPL_X_WANT (id: the head job's; not its end) and waits for its credit:
+ * the head job posts SPL_X_WANT (id: the head job's; not its end; bytes_rev: the request
+ * body's length, which a new connection's credit may not carry) and waits for its credit:
  * the server connection the caller picks for the request and lends it (spl_credit), or a
  * refusal (spl_credit with fd -1: the head then ends the head job as usual). With it, the
  * engine sends the head (without its Connection field, with X-Forwarded-For under
  * SPL_RELAY_XFF), reads and relays the response as SPL_JOB_RELAY does, and reads the
  * client's next head as the same head job. A credit ends in one completion (id: the
  * credit's, xkind): SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body,
- * relayed, bytes_fwd: the response's body, relay_flags); SPL_X_UNUSED, given back unused
+ * relayed, bytes_fwd: the response's body, relay_flags: SPL_RELAY_SPLICED, and
+ * SPL_RELAY_SERVER_CLOSE when the response said `Connection: close`); SPL_X_UNUSED, given back unused
  * (its head job was over); SPL_X_DEAD, found closed or out of step (the head goes to the
  * caller); SPL_X_HANDOVER, the request went out on it but its response needs the caller
- * (not relayable, a timeout, an error before or during the relay): the completion says
+ * (not relayable, a timeout, an error before or during the relay, a cancel of the head job
+ * under way: how SPL_END_CANCELLED): the completion says
  * what a RELAY job's would (how, res, side, phase, head_buf, relayed), and the client's
  * head job ends with xkind SPL_X_HANDOVER and the request head (head_more: its body's
- * bytes, which went with it), as if it had just read it. */
+ * bytes, which went with it), as if it had just read it.
+ *
+ * A head-only job (no dst_fd, head_fd = src_fd) submitted with SPL_RELAY_EXPRESS in
+ * relay_flags and the relay fields a RELAY job has (cli_fd = src_fd, cli_gen, cli_idle_ms,
+ * next_first_ms and next_ms for the heads after, relay_status_max, splice_min, xbe, xaddr,
+ * xmaxhdr) is armed the same way from its own head on (a connection's first request); the
+ * server's timeouts of its express requests are then its dst_idle_ms. A request with
+ * `Connection: close` (and no byte behind it) qualifies too: its response goes out with
+ * `Connection: close`, then the credit ends SPL_X_DONE and the head job ends with xkind
+ * SPL_X_CLOSED (no head): the caller closes the client connection. */
 struct spl_engine;
 
 #define SPL_X_BACKENDS 64 /* express backends (struct spl_job.xbe) */
@@ -349,15 +364,23 @@ enum spl_xkind {
 	SPL_X_DEAD = 3,
 	SPL_X_HANDOVER = 4,
 	SPL_X_WANT = 5, /* a head job's: its request waits for its credit (not its end) */
+	SPL_X_CLOSED = 6, /* a head job's end: its express request's response closed the client
+	                   * connection (the client asked it): the caller closes the socket */
 };
 
 /* Lends the engine server connection `fd` (generation `gen`, as a job's) for the express
  * request head job `head_id` (reading client socket `cli_fd`) asked a credit for
  * (SPL_X_WANT), as credit `id` (non-zero, unique among those in flight); it counts as a job
  * in flight until its completion is reaped. fd -1 (id and gen 0) refuses: the head goes to
- * the caller. Returns 0, -EAGAIN (queue or jobs full), -EINVAL. Thread: the submitting
- * thread; call spl_wake() after a batch. */
-int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen);
+ * the caller. `connect_ms` > 0: `fd` is a new connection whose non-blocking connect() may
+ * still be under way; the request is sent once it is established, within connect_ms
+ * (`timeout connect`; else the credit ends SPL_X_HANDOVER in phase SEND with nothing
+ * written: how SPL_END_TIMEOUT, or SPL_END_ERROR with res -errno of the failed connect);
+ * 0: an established (idle) connection, checked before use (SPL_X_DEAD).
+ * Returns 0, -EAGAIN (queue or jobs full), -EINVAL. Thread: the submitting thread; call
+ * spl_wake() after a batch. */
+int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen,
+	       uint32_t connect_ms);
 
 /* Engine settings. */
 #define SPL_ENGINE_INLINE 1u /* struct spl_cfg.flags: no thread, the caller turns the engine */

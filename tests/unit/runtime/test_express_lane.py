@@ -74,3 +74,11 @@ def test_the_other_reuse_modes_have_one_static_rr_none():
 def test_splicer_express_off_turns_it_off(monkeypatch):
     monkeypatch.setenv("SPLICER_EXPRESS", "off")
     assert lane() is None
+
+
+def test_a_first_request_takes_what_http_reuse_allows_a_first_request():
+    """safe: a new connection (None: no idle one may serve it); aggressive: an idle one that
+    served at least 2 requests; always: any idle one (pool.reuse_floor)."""
+    assert lane()._first_floor is None
+    assert lane(be="    balance roundrobin\n    http-reuse aggressive")._first_floor == 2
+    assert lane(be="    balance roundrobin\n    http-reuse always")._first_floor == 0
