@@ -411,7 +411,8 @@ class Backend:
         session's first request under `http-reuse safe`): the balancer's pick, as
         credit_lease()'s, and a new non-blocking connection to that server whose connect()
         was started (io.start_connect). Returns (lease, errno of a connect that failed at
-        once, else 0), or None when requests wait in the queue or no server is usable.
+        once, else 0), or None when requests wait in the queue, no server is usable or no
+        socket could be made (the pick is taken back).
         The engine finishes the connect (Engine.credit with `connect`); one that fails is
         the first failed attempt of the request's acquire() (its `failed`)."""
         if self.waiting and self._fifo:
@@ -420,7 +421,11 @@ class Backend:
         if i is None:
             return None
         srv = self.servers[i]
-        sock, err = io.start_connect(srv.addr[0], srv.addr[1])
+        try:
+            sock, err = io.start_connect(srv.addr[0], srv.addr[1])
+        except OSError:  # no socket (EMFILE...): the request goes the stream's way, which says why
+            self.balancer.unpick(i, self.loop.time())
+            return None
         self.balancer.take_conn(i)
         lease = Lease(srv, sock, False)
         srv.credits.add(lease)

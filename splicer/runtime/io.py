@@ -333,7 +333,11 @@ def start_connect(host: str, port: int) -> tuple[socket.socket, int]:
     TCP_NODELAY whose connect() was called. Returns (socket, errno): 0 when the connect is
     under way or done, else the error it failed with at once (the socket is still returned,
     for its owner to close). Who finishes the connect waits for it to be writable (the
-    engine: spl_credit with connect_ms)."""
+    engine: spl_credit with connect_ms).
+
+    Raises:
+        OSError: no socket could be made (EMFILE, ENFILE, ENOBUFS...).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
     try:

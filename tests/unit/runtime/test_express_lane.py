@@ -82,3 +82,28 @@ def test_a_first_request_takes_what_http_reuse_allows_a_first_request():
     assert lane()._first_floor is None
     assert lane(be="    balance roundrobin\n    http-reuse aggressive")._first_floor == 2
     assert lane(be="    balance roundrobin\n    http-reuse always")._first_floor == 0
+
+
+def test_no_socket_for_a_new_connection_takes_the_pick_back(monkeypatch):
+    """Backend.credit_connect() when no socket can be made (EMFILE): None, the balancer's
+    turn as before and no slot taken (the request goes the stream's way)."""
+    import errno
+
+    from splicer.runtime import io
+
+    def no_socket(host, port):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    cfg = loads(BASE.format(fe="", be="    balance roundrobin", srv=""))
+    loop = asyncio.new_event_loop()
+    p = Proxy(cfg, loop, {f.name: [] for f in cfg.frontends})
+    try:
+        be = p.backends["farm"]
+        before = be.balancer.turn_state()
+        monkeypatch.setattr(io, "start_connect", no_socket)
+        assert be.credit_connect() is None
+        assert be.balancer.turn_state() == before and list(be.balancer.active) == [0, 0]
+        assert all(not s.credits for s in be.servers)
+    finally:
+        p.engine.close()
+        loop.close()
