@@ -609,3 +609,35 @@ def test_a_response_that_says_close_tells_its_connection_is_not_to_be_reused(net
             await until(lambda: lender.credits)
             assert (lender.credits[0].xkind, lender.credits[0].xclose) == (X_DONE, True)
     run(main())
+
+
+def test_a_new_connection_that_does_not_connect_in_time_is_handed_over_timed_out(net):
+    """connect_ms bounds the connect: a server whose accept queue is full drops the SYN (the
+    connect hangs); the credit ends X_HANDOVER, TIMEOUT, in phase SEND, well before the
+    server timeout (5 s here)."""
+    cli, client = net.tcp()
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    port = lst.getsockname()[1]
+    queued = socket.create_connection(("127.0.0.1", port))  # fills the accept queue
+    head = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            srv = connecting(port)
+            lender = first_head(e, cli, [(srv, 0.3)])
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            client.sendall(head)
+            await until(lambda: lender.ended, timeout=4.0)
+            c, n = lender.credits[0], lender.ended[0]
+            assert (c.xkind, c.phase, c.end) == (X_HANDOVER, Phase.SEND, JobEnd.TIMEOUT)
+            assert (n.xkind, n.head) == (X_HANDOVER, head)
+            assert 0.25 < loop.time() - t0 < 3.0
+            srv.close()
+    try:
+        run(main())
+    finally:
+        queued.close()
+        lst.close()
