@@ -368,3 +368,32 @@ def test_a_response_that_says_close_gives_no_idle_connection_back(start_splicer,
         assert read_response(s)[0].startswith(b"HTTP/1.1 200 OK\r\n")
     settle_be(sp, 3)
     assert sp.stats()["backends"]["farm"]["servers"]["s1"]["stot"] == 2  # a new connection
+
+
+def test_a_first_request_whose_connect_times_out_ends_as_by_the_stream_path(start_splicer):
+    """A server whose accept queue is full drops the SYN: the connect hangs past `timeout
+    connect`, the lane's attempt times out and the request's stream ends it as its own
+    (retries 0: 503, termination sC), the same answer and counters as the stream path."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    held = socket.create_connection(lst.getsockname())  # fills the accept queue
+    try:
+        got, stats = {}, {}
+        for mode in ("off", "on"):
+            port = free_port()
+            cfg = CONFIG.format(port=port, servers=f"    server s1 127.0.0.1:{lst.getsockname()[1]}")
+            cfg = cfg.replace("timeout connect 2s", "timeout connect 300ms").replace(
+                "    balance roundrobin\n", "    balance roundrobin\n    retries 0\n")
+            sp = start_splicer(cfg, [port], env={"SPLICER_EXPRESS": mode})
+            got[mode] = [(h.split(b"\r\n", 1)[0], closed) for h, _, closed in
+                         one_per_connection(port, [b"GET /t HTTP/1.1\r\nHost: h\r\n\r\n"])]
+            settle_be(sp, 1)
+            stats[mode] = all_counters(sp)
+            sp.stop()
+        assert got["on"] == got["off"] == [(b"HTTP/1.1 503 Service Unavailable", True)]
+        assert stats["on"] == stats["off"]
+        assert stats["on"]["be"]["terms"] == {"sC": 1} and stats["on"]["s1"]["econ"] == 1
+    finally:
+        held.close()
+        lst.close()
