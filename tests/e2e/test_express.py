@@ -390,7 +390,9 @@ def test_a_first_request_whose_connect_times_out_ends_as_by_the_stream_path(star
                          one_per_connection(port, [b"GET /t HTTP/1.1\r\nHost: h\r\n\r\n"])]
             settle_be(sp, 1)
             stats[mode] = all_counters(sp)
+            lane = sp.stats().get("express", {}).get("www")
             sp.stop()
+        assert (lane["connects"], lane["handovers"], lane["requests"]) == (1, 1, 0)  # (the "on" run's)
         assert got["on"] == got["off"] == [(b"HTTP/1.1 503 Service Unavailable", True)]
         assert stats["on"] == stats["off"]
         assert stats["on"]["be"]["terms"] == {"sC": 1} and stats["on"]["s1"]["econ"] == 1
