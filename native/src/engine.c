@@ -550,6 +550,21 @@ static void spl_index_head(struct spl_engine *e, const struct spl_slot *s, uint3
 		idx[0] = SPL_H1_UNSURE;
 }
 
+/* Lends the head slot s read (hbuf, tokenized now unless it was) to the completion d, or
+ * gives the buffer back when it holds no byte; the slot holds no head buffer after it. */
+static void spl_lend_head(struct spl_engine *e, struct spl_slot *s, struct spl_done *d, uint32_t how)
+{
+	if (s->hgot > 0) {
+		d->head_buf = s->hbuf;
+		d->head_len = s->hgot;
+		if (!s->hindexed)
+			spl_index_head(e, s, how);
+	} else {
+		e->hfree[e->nhfree++] = s->hbuf;
+	}
+	s->hbuf = -1;
+}
+
 /* Lends the relayed response head (indexed when the relay began) to the completion d. */
 static void spl_relay_done(struct spl_engine *e, struct spl_slot *s, struct spl_done *d);
 static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done *d);
@@ -610,19 +625,10 @@ static void spl_finish(struct spl_engine *e, struct spl_slot *s, uint32_t how, i
 	d.side = side;
 	d.phase = how == SPL_END_DONE ? SPL_PHASE_END : s->phase;
 	d.head_buf = -1;
-	if (s->hbuf != -1) {
-		if (s->hgot > 0) { /* lent to Python with the completion */
-			d.head_buf = s->hbuf;
-			d.head_len = s->hgot;
-			if (!s->hindexed)
-				spl_index_head(e, s, how);
-		} else {
-			e->hfree[e->nhfree++] = s->hbuf;
-		}
-		s->hbuf = -1;
-	} else if (s->rbuf != -1) { /* a relay that failed: the response head goes with it */
+	if (s->hbuf != -1) /* lent to Python with the completion */
+		spl_lend_head(e, s, &d, how);
+	else if (s->rbuf != -1) /* a relay that failed: the response head goes with it */
 		spl_relay_done(e, s, &d);
-	}
 	d.head_info = s->hinfo;
 	d.head_more = s->hmore;
 	spl_post(e, &d);
@@ -1740,19 +1746,10 @@ static void spl_xfinish(struct spl_engine *e, struct spl_slot *s, uint32_t how, 
 	d.side = side;
 	d.phase = how == SPL_END_DONE ? SPL_PHASE_END : s->phase;
 	d.head_buf = -1;
-	if (s->rbuf != -1) { /* relaying: the client saw the response begin */
+	if (s->rbuf != -1) /* relaying: the client saw the response begin */
 		spl_relay_done(e, s, &d);
-	} else if (s->hbuf != -1) {
-		if (s->hgot > 0) { /* the response head, or what came of it */
-			d.head_buf = s->hbuf;
-			d.head_len = s->hgot;
-			if (!s->hindexed)
-				spl_index_head(e, s, how);
-		} else {
-			e->hfree[e->nhfree++] = s->hbuf;
-		}
-		s->hbuf = -1;
-	}
+	else if (s->hbuf != -1) /* the response head, or what came of it */
+		spl_lend_head(e, s, &d, how);
 	d.head_info = s->hinfo;
 	d.head_more = s->hmore;
 	spl_post(e, &d);
