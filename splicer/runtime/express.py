@@ -58,8 +58,8 @@ class ExpressLane:
         engine: the worker's Engine.
 
     Attributes:
-        lent: credits lent to the engine now (the _Credit of each in `inflight`: `show
-            sess` lists their requests, a hard stop waits for them).
+        inflight: the _Credit of each credit lent to the engine now (`show sess` lists
+            their requests, a hard stop waits for them); `lent` is how many.
         handed: {client head job id: (lease, completion)} of requests the engine handed
             back, until the session takes them (HttpSession.__call__).
         adopting: the (lease, completion) of the handed request whose Stream the session
@@ -69,7 +69,7 @@ class ExpressLane:
         lends: credits lent so far.
     """
 
-    __slots__ = ("index", "fe", "be", "engine", "lent", "inflight", "handed", "adopting", "flags", "maxhdr",
+    __slots__ = ("index", "fe", "be", "engine", "inflight", "handed", "adopting", "flags", "maxhdr",
                  "requests", "handovers", "refused", "lends", "connects", "_terms", "_first_floor", "_closed")
 
     def __init__(self, index: int, fe, be, engine) -> None:
@@ -77,7 +77,6 @@ class ExpressLane:
         self.fe = fe
         self.be = be
         self.engine = engine
-        self.lent = 0
         self.inflight: set = set()
         self.handed: dict = {}
         self.adopting = None
@@ -92,6 +91,11 @@ class ExpressLane:
         self._terms = keep_alive_terms(be.policy.retry_on, fe.route.splice_response)
         self._first_floor = be.reuse_floor(True)  # http-reuse: None: a first request opens its own
         self._closed = False
+
+    @property
+    def lent(self) -> int:
+        """Credits lent to the engine now."""
+        return len(self.inflight)
 
     def arming(self, peer) -> tuple | None:
         """The express fields of a relayed response (heads.relay_fields's `express`) for the
@@ -135,7 +139,6 @@ class ExpressLane:
             credit = _Credit(self, lease, session, head_id)
             if self.engine.credit(head_id, session.sock, lease.sock, credit) is not None:
                 self._busy(session, lease, credit)
-                self.lent += 1
                 self.lends += 1
                 return
             self.be.credit_back(lease, True, False)  # (the engine has no room now)
@@ -152,7 +155,6 @@ class ExpressLane:
             credit = _Credit(self, lease, session, head_id, err)
             if self.engine.credit(head_id, session.sock, lease.sock, credit, be.connect_timeout or 0) is not None:
                 self._busy(session, lease, credit)
-                self.lent += 1
                 self.lends += 1
                 self.connects += 1
                 return
@@ -172,7 +174,6 @@ class ExpressLane:
 
     def ended(self, credit: _Credit, c) -> None:
         """A credit's completion (Engine callback through _Credit)."""
-        self.lent -= 1
         self.inflight.discard(credit)
         lease = credit.lease
         kind = c.xkind
