@@ -144,16 +144,20 @@ _TERMS: dict = {}
 _UNKNOWN = object()
 
 
+def _terms_of(key: tuple) -> RelayTerms | None:
+    """_relay_terms(*key), memoized in _TERMS."""
+    terms = _TERMS.get(key, _UNKNOWN)
+    if terms is _UNKNOWN:
+        terms = _TERMS[key] = _relay_terms(*key)
+    return terms
+
+
 def keep_alive_terms(retry_on: frozenset, splice) -> RelayTerms | None:
     """The RelayTerms of a response to a keep-alive HTTP/1.1 client's request other than HEAD
     under a backend's `retry-on` set and response splice policy, as relay_terms() gives
     them (None: the engine relays none); the express lane arms a connection's first head
     with them (runtime/express.py; the engine sets HEAD's and a closing client's itself)."""
-    key = (retry_on, splice, False, False, False)
-    terms = _TERMS.get(key, _UNKNOWN)
-    if terms is _UNKNOWN:
-        terms = _TERMS[key] = _relay_terms(*key)
-    return terms
+    return _terms_of((retry_on, splice, False, False, False))
 
 
 # -- jobs: what the driver carries out -------------------------------------------------------
@@ -691,12 +695,8 @@ class StreamMachine:
         if self.observing or self.persisting or route.response_rules or req.upgrade is not None:
             return None
         keep = req.keep_alive and not self.stopping
-        key = (self.policy.retry_on, route.splice_response, req.method == b"HEAD", not keep,
-               keep and req.version == b"1.0")
-        terms = _TERMS.get(key, _UNKNOWN)
-        if terms is _UNKNOWN:
-            terms = _TERMS[key] = _relay_terms(*key)
-        self.relaying = terms
+        terms = self.relaying = _terms_of((self.policy.retry_on, route.splice_response, req.method == b"HEAD",
+                                           not keep, keep and req.version == b"1.0"))
         return terms
 
     def _on_no_server(self, termination: str, retries: int, server) -> list:
