@@ -78,6 +78,15 @@ def first_head(e, cli, socks=(), xff=True, status_max=599) -> Lender:
     return lender
 
 
+def listening(net, backlog: int = 1) -> socket.socket:
+    """A server socket listening on 127.0.0.1 (closed with `net`'s sockets)."""
+    lst = socket.socket()
+    net.made.append(lst)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(backlog)
+    return lst
+
+
 def connecting(port: int) -> socket.socket:
     """A new non-blocking TCP socket whose connect to 127.0.0.1:port was started."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
@@ -513,9 +522,7 @@ def test_a_new_connection_credit_carries_the_request_once_connected(net):
     """A credit of a socket whose connect() is under way (connect_ms): the engine sends the
     request once it is established and relays the response."""
     cli, client = net.tcp()
-    lst = socket.socket()
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(1)
+    lst = listening(net)
     head = b"GET /new HTTP/1.1\r\nHost: x\r\n\r\n"
 
     async def main():
@@ -533,18 +540,14 @@ def test_a_new_connection_credit_carries_the_request_once_connected(net):
             assert (lender.credits[0].xkind, lender.credits[0].xstatus, lender.bodies) == (X_DONE, 200, [0])
             origin.close()
             srv.close()
-    try:
-        run(main())
-    finally:
-        lst.close()
+    run(main())
 
 
 def test_a_new_connection_that_fails_hands_the_request_over_in_phase_send(net):
     """The connect is refused: the credit ends X_HANDOVER in phase SEND with the errno, the
     head job X_HANDOVER with the request head (the caller's acquire retries it)."""
     cli, client = net.tcp()
-    lst = socket.socket()
-    lst.bind(("127.0.0.1", 0))
+    lst = listening(net)
     port = lst.getsockname()[1]
     lst.close()  # nobody listens there
     head = b"GET /dead HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -568,9 +571,7 @@ def test_a_body_announced_in_the_want_and_never_sent_on_a_new_connection(net):
     body (it could not be sent again if the connect failed): it comes back unused and the
     head goes to the caller with its body unread."""
     cli, client = net.tcp()
-    lst = socket.socket()
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(1)
+    lst = listening(net)
     body = b"a=1"
     head = b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
 
@@ -585,10 +586,7 @@ def test_a_body_announced_in_the_want_and_never_sent_on_a_new_connection(net):
             assert (lender.ended[0].xkind, lender.ended[0].head, lender.ended[0].more) == (0, head, 3)
             assert cli.recv(10) == body  # still in the socket
             srv.close()
-    try:
-        run(main())
-    finally:
-        lst.close()
+    run(main())
 
 
 def test_a_response_that_says_close_tells_its_connection_is_not_to_be_reused(net):
@@ -616,11 +614,9 @@ def test_a_new_connection_that_does_not_connect_in_time_is_handed_over_timed_out
     connect hangs); the credit ends X_HANDOVER, TIMEOUT, in phase SEND, well before the
     server timeout (5 s here)."""
     cli, client = net.tcp()
-    lst = socket.socket()
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(0)
-    port = lst.getsockname()[1]
+    port = listening(net, 0).getsockname()[1]
     queued = socket.create_connection(("127.0.0.1", port))  # fills the accept queue
+    net.made.append(queued)
     head = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
 
     async def main():
@@ -636,8 +632,4 @@ def test_a_new_connection_that_does_not_connect_in_time_is_handed_over_timed_out
             assert (n.xkind, n.head) == (X_HANDOVER, head)
             assert 0.25 < loop.time() - t0 < 3.0
             srv.close()
-    try:
-        run(main())
-    finally:
-        queued.close()
-        lst.close()
+    run(main())
