@@ -19,7 +19,7 @@ with open(os.path.join(HERE, "engine.cdef")) as f:
 ffibuilder.set_source(
     "splicer._engine",
     '#include "splicer/engine.h"',
-    sources=[os.path.join(REL, "src", name) for name in ("pipe.c", "splice.c", "chunked.c", "head.c", "h1.c", "engine.c", "datagram.c", "accept.c")],
+    sources=[os.path.join(REL, "src", name) for name in ("pipe.c", "splice.c", "chunked.c", "head.c", "h1.c", "engine.c", "xhead.c", "datagram.c", "accept.c")],
     include_dirs=[os.path.join(REL, "include"), os.path.join(REL, "src")],
     depends=[os.path.join(REL, "include", "splicer", "engine.h")]
     + [os.path.join(REL, "src", name) for name in ("pool.h", "wheel.h")],

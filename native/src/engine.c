@@ -152,7 +152,7 @@ struct spl_slot {
 	uint8_t xarmed;        /* the client's next heads may take the express lane */
 	uint8_t xbusy;         /* an express request is under way: the slot runs its RELAY job */
 	uint32_t xbe;          /* the backend whose credits it takes */
-	uint32_t xaddr;        /* the client's IPv4 address (X-Forwarded-For) */
+	uint32_t xaddr;        /* the client's IPv4 address (X-Forwarded-For, the rules' src) */
 	uint32_t xflags;       /* the arming job's relay flags (SPL_RELAY_XFF) */
 	uint32_t xmaxhdr;      /* most fields an express request may have */
 	uint32_t x_first_ms, x_ms, x_limit, x_srv_ms; /* the server side's head timeouts and
@@ -171,6 +171,12 @@ struct spl_slot {
 	int32_t xout;          /* a head buffer serving as the out buffer of the express request */
 	uint8_t planned;       /* RELAY: 0 = not looked at, 1 = relayed (spl_relay_plan took the
 	                        * pipe and the client socket), 2 = declined: the caller gets the head */
+};
+
+/* The request rules of one express backend (spl_xrules; engine.h). */
+struct spl_xrules {
+	uint32_t len;
+	uint8_t prog[SPL_XRULES_MAX];
 };
 
 struct spl_engine {
@@ -225,6 +231,7 @@ struct spl_engine {
 	struct spl_tlink *tlinks;     /* the wheel's links, one per slot */
 	uint32_t xheld;               /* head buffers express requests hold beyond one a job
 	                               * (at most nbufs - maxjobs: the jobs never lack one) */
+	struct spl_xrules *xrules;    /* SPL_X_BACKENDS request rules (spl_xrules), by express backend */
 	struct spl_fdreg *fds;        /* by fd number, nfds entries */
 	uint32_t nfds;
 	/* counters published for other threads */
@@ -1346,8 +1353,6 @@ static int spl_relay(struct spl_engine *e, struct spl_slot *s)
  * (SPL_X_HANDOVER). Nothing here allocates: a credit lives in its head job's slot, buffers
  * come from the head buffers beyond one a job (nbufs - maxjobs).
  */
-#define SPL_XFF_NAME "X-Forwarded-For: "
-#define SPL_XFF_MAX (sizeof(SPL_XFF_NAME) - 1 + 15 + 2) /* the field line, at most */
 
 /* Posts a credit's completion that carries nothing but its kind. */
 static void spl_xpost(struct spl_engine *e, uint64_t id, uint32_t kind)
@@ -1431,142 +1436,6 @@ static int spl_credit_alive(const struct spl_engine *e, const struct spl_xcredit
 	return n == -1 && errno == EAGAIN;
 }
 
-/* Whether a request-target is plain: origin-form, no byte of "%;#\\" and no "/." (what
- * splicer/http/normalize.py ambiguity() tests first: such a target is never ambiguous). */
-static int spl_target_plain(const char *t, uint32_t len)
-{
-	uint32_t i;
-
-	if (len == 0 || t[0] != '/')
-		return 0;
-	for (i = 0; i < len; i++) {
-		char c = t[i];
-
-		if (c == '%' || c == ';' || c == '#' || c == '\\' || (c == '.' && t[i - 1] == '/'))
-			return 0;
-	}
-	return 1;
-}
-
-/* The request body's length a Content-Length field of the indexed head says, as Python
- * forwards it by byte ranges (h1.py _length_as_written: digits without a leading zero, at
- * most 9 of them), or -1 when it says it otherwise. */
-static int64_t spl_express_length(const char *buf, const uint32_t *idx)
-{
-	uint32_t i, nf = idx[2];
-
-	for (i = 0; i < nf; i++) {
-		const uint32_t *f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
-		uint32_t k, len = f[3] - f[2];
-		int64_t v = 0;
-
-		if (f[4] != SPL_H1_ID_CONTENT_LENGTH)
-			continue;
-		if (len == 0 || len > 9 || (len > 1 && buf[f[2]] == '0'))
-			return -1;
-		for (k = 0; k < len; k++)
-			v = v * 10 + (buf[f[2] + k] - '0'); /* (the tokenizer let only digits through) */
-		return v;
-	}
-	return -1;
-}
-
-/* Whether the request head buf[0..len), indexed in idx, may take the express lane (see
- * engine.h) with at most `maxhdr` fields: a GET or HEAD without a body, or a POST, PUT,
- * PATCH or DELETE with a Content-Length body (or none). Sets *no_body for HEAD, *body to
- * the body's bytes and *close when it says `Connection: close`. */
-static int spl_express_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body, uint64_t *body,
-			  int *close)
-{
-	const uint32_t need = SPL_H1_F_PLAIN | SPL_H1_F_HOST | SPL_H1_F_HOST_OK;
-	const uint32_t refuse = SPL_H1_F_TRANSFER_ENCODING | SPL_H1_F_EXPECT | SPL_H1_F_UPGRADE | SPL_H1_F_HOP;
-	uint32_t flags = idx[3], m = idx[4];
-	int may_have_body;
-
-	if (idx[0] != SPL_H1_OK || idx[1] != SPL_H1_REQUEST || (flags & need) != need || (flags & refuse) ||
-	    idx[2] > maxhdr)
-		return 0;
-	if ((flags & SPL_H1_F_CONNECTION) && !(flags & (SPL_H1_F_CONN_KEEP_ALIVE | SPL_H1_F_CONN_CLOSE)))
-		return 0;
-	*close = (flags & SPL_H1_F_CONN_CLOSE) != 0;
-	*no_body = 0;
-	*body = 0;
-	if (m == 3 && memcmp(buf, "GET", 3) == 0)
-		may_have_body = 0;
-	else if (m == 4 && memcmp(buf, "HEAD", 4) == 0)
-		may_have_body = 0, *no_body = 1;
-	else if ((m == 4 && memcmp(buf, "POST", 4) == 0) || (m == 3 && memcmp(buf, "PUT", 3) == 0) ||
-		 (m == 5 && memcmp(buf, "PATCH", 5) == 0) || (m == 6 && memcmp(buf, "DELETE", 6) == 0))
-		may_have_body = 1;
-	else
-		return 0;
-	if (flags & SPL_H1_F_CONTENT_LENGTH) {
-		int64_t v;
-
-		if (!may_have_body || (v = spl_express_length(buf, idx)) < 0)
-			return 0;
-		*body = (uint64_t)v;
-	}
-	return memcmp(buf + idx[7], "1.1", 3) == 0 && spl_target_plain(buf + idx[5], idx[6] - idx[5]);
-}
-
-/* Writes the IPv4 address `a` (host order) in dotted decimal at p; returns its length. */
-static uint32_t spl_ipv4_text(uint32_t a, char *p)
-{
-	uint32_t n = 0;
-	int shift, k;
-
-	for (shift = 24; shift >= 0; shift -= 8) {
-		uint32_t v = (a >> shift) & 0xff;
-		char d[3];
-
-		k = 0;
-		do {
-			d[k++] = (char)('0' + v % 10);
-			v /= 10;
-		} while (v > 0);
-		while (k > 0)
-			p[n++] = d[--k];
-		if (shift > 0)
-			p[n++] = '.';
-	}
-	return n;
-}
-
-/* The request head buf[0..len) (indexed in idx) as splicer forwards it without rules
- * (splicer/http/h1.py forwarded_request() writes the same bytes): its request line and
- * field lines as received, without the Connection field, and with `X-Forwarded-For: addr`
- * last when xff. Writes it to out[0..cap); returns its length, or 0 when it does not fit. */
-static uint32_t spl_express_head(const char *buf, uint32_t len, const uint32_t *idx, int xff, uint32_t addr,
-				 char *out, uint32_t cap)
-{
-	uint32_t nf = idx[2], at = idx[SPL_H1_HDR_WORDS], n, i;
-
-	if (len + SPL_XFF_MAX > cap)
-		return 0;
-	memcpy(out, buf, at); /* the request line */
-	n = at;
-	for (i = 0; i < nf; i++) {
-		const uint32_t *f = idx + SPL_H1_HDR_WORDS + SPL_H1_FIELD_WORDS * i;
-		uint32_t end = i + 1 < nf ? f[SPL_H1_FIELD_WORDS] : len - 2;
-
-		if (f[4] == SPL_H1_ID_CONNECTION)
-			continue;
-		memcpy(out + n, buf + f[0], end - f[0]);
-		n += end - f[0];
-	}
-	if (xff) {
-		memcpy(out + n, SPL_XFF_NAME, sizeof(SPL_XFF_NAME) - 1);
-		n += sizeof(SPL_XFF_NAME) - 1;
-		n += spl_ipv4_text(addr, out + n);
-		out[n++] = '\r';
-		out[n++] = '\n';
-	}
-	out[n++] = '\r';
-	out[n++] = '\n';
-	return n;
-}
-
 /* The client's head job in slot s read a whole head: when it qualifies, asks the caller
  * for its credit (SPL_X_WANT) and waits for it, then turns the slot into the RELAY job of
  * an express request on the credit's connection. Returns 1 when it did, 2 while it waits
@@ -1581,6 +1450,7 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	uint64_t body;
 	int32_t out;
 	struct spl_xcredit c;
+	const struct spl_xrules *rules = &e->xrules[s->xbe];
 
 	if (s->xwant)
 		return 2;
@@ -1590,9 +1460,12 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 	idx = spl_hidx(e, s->hbuf);
 	spl_h1_parse(buf, s->hgot, idx);
 	s->hindexed = 1; /* (handed to the caller, it needs no second pass) */
-	if (!spl_express_ok(buf, idx, s->xmaxhdr, &no_body, &body, &close) ||
-	    s->hgot + SPL_XFF_MAX + body > e->cfg.bufsize)
+	if (!spl_xhead_ok(buf, idx, s->xmaxhdr, &no_body, &body, &close))
 		return 0;
+	n = spl_xhead_write(buf, s->hgot, idx, rules->prog, rules->len, (s->xflags & SPL_RELAY_XFF) != 0, s->xaddr,
+			    NULL, e->cfg.bufsize);
+	if (n == 0 || n + body > e->cfg.bufsize)
+		return 0; /* (the forwarded head and its body are sent from one buffer) */
 	/* a body goes only when it is all there, read behind the head and sent with it in one
 	 * send (a copied body, as the Python path's small body that came with its head); a
 	 * request that closes the connection, only when nothing follows it (the caller drains
@@ -1633,8 +1506,8 @@ static int spl_express(struct spl_engine *e, struct spl_slot *s)
 		return 0; /* (the credit goes back with the head job's end) */
 	}
 	s->xhas = 0;
-	n = spl_express_head(buf, s->hgot, idx, (s->xflags & SPL_RELAY_XFF) != 0, s->xaddr, spl_hdata(e, out),
-			     e->cfg.bufsize);
+	n = spl_xhead_write(buf, s->hgot, idx, rules->prog, rules->len, (s->xflags & SPL_RELAY_XFF) != 0, s->xaddr,
+			    spl_hdata(e, out), e->cfg.bufsize);
 	/* (it fits: checked above) the slot becomes the request's RELAY job; reg[0] holds the
 	 * client, reg[1] the server, as spl_relay_plan leaves them */
 	e->xheld += 2; /* the out buffer, and the request head kept for a handover */
@@ -2187,6 +2060,7 @@ static void spl_engine_release(struct spl_engine *e)
 	free(e->rel);
 	free(e->fds);
 	free(e->tlinks);
+	free(e->xrules);
 	free(e);
 }
 
@@ -2247,7 +2121,8 @@ int spl_engine_new(const struct spl_cfg *cfg, struct spl_engine **out)
 			goto fail;
 	}
 	e->tlinks = calloc(cfg->maxjobs, sizeof(*e->tlinks));
-	if (e->tlinks == NULL)
+	e->xrules = calloc(SPL_X_BACKENDS, sizeof(*e->xrules));
+	if (e->tlinks == NULL || e->xrules == NULL)
 		goto fail;
 	spl_wheel_init(&e->wheel, e->tlinks);
 	for (i = 0; i < cfg->maxjobs; i++)
@@ -2444,6 +2319,16 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	if (rc == 0 && fd >= 0)
 		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
 	return rc;
+}
+
+int spl_xrules(struct spl_engine *e, uint32_t xbe, const uint8_t *prog, uint32_t len)
+{
+	if (e == NULL || xbe >= SPL_X_BACKENDS || spl_xrules_check(prog, len) != 0)
+		return -EINVAL;
+	if (len != 0)
+		memcpy(e->xrules[xbe].prog, prog, len);
+	e->xrules[xbe].len = len;
+	return 0;
 }
 
 int spl_cancel(struct spl_engine *e, uint64_t id)

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 13
+ABI = 14
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -146,6 +146,69 @@ def h1_relay(head: bytes, max_status: int, no_body: bool, connection: bytes = b"
     if n < 0:  # pragma: no cover - only for NULL arguments
         _raise(n, "spl_h1_relay")
     return (ffi.unpack(out, n), body[0]) if n else None
+
+
+def xhead(head: bytes, program: bytes = b"", addr: int = 0, xff: bool = False, maxhdr: int = 101) -> bytes | None:
+    """What the engine sends for the request head `head` on the express lane (spl_xhead_ok,
+    spl_xhead_write, native/src/xhead.c) of a client of IPv4 address `addr` (an int, host
+    order): the head as forwarded, with the request rules `program` (xrules_program()) made
+    on it and, when `xff`, X-Forwarded-For; None when the head does not take the lane.
+
+    Raises:
+        EngineError: a bad program (EINVAL).
+    """
+    rc = lib.spl_xrules_check(program, len(program))
+    if rc != 0:
+        _raise(rc, "spl_xrules_check")
+    ix = _h1_idx
+    lib.spl_h1_parse(head, len(head), ix)
+    no_body, body, close = ffi.new("int *"), ffi.new("uint64_t *"), ffi.new("int *")
+    if not lib.spl_xhead_ok(head, ix, maxhdr, no_body, body, close):
+        return None
+    cap = 2 * len(head) + len(program) * 4 + 64
+    out = ffi.new("char[]", cap)
+    n = lib.spl_xhead_write(head, len(head), ix, program, len(program), xff, addr, out, cap)
+    return ffi.unpack(out, n) if n else None
+
+
+def xrules_program(edits: tuple) -> bytes | None:
+    """The engine's program (engine.h spl_xrules) of an express backend's request rules, or
+    None when they do not fit it (too long, too many added fields, a name or literal too
+    long, an occurrence beyond -128..127).
+
+    Args:
+        edits: http/rules.py plain_edits(): ("del", name) and ("add", name, parts), parts
+            each bytes, "src" or ("hdr", name, occ).
+    """
+    out = bytearray()
+    adds = 0
+    for edit in edits:
+        name = edit[1]
+        if not 0 < len(name) < 256:
+            return None
+        if edit[0] == "del":
+            out += bytes((lib.SPL_XOP_DEL, len(name))) + name
+            continue
+        adds += 1
+        parts = edit[2]
+        if len(parts) > 255:
+            return None
+        out += bytes((lib.SPL_XOP_ADD, len(name))) + name + bytes((len(parts),))
+        for part in parts:
+            if isinstance(part, bytes):
+                if len(part) > 0xFFFF:
+                    return None
+                out += struct.pack("<BH", lib.SPL_XPART_LIT, len(part)) + part
+            elif part == "src":
+                out.append(lib.SPL_XPART_SRC)
+            else:
+                _, field, occ = part
+                if not -128 <= occ <= 127 or not 0 < len(field) < 256:
+                    return None
+                out += struct.pack("<BbB", lib.SPL_XPART_HDR, occ, len(field)) + field
+    if adds > lib.SPL_XRULES_ADDS or len(out) > lib.SPL_XRULES_MAX:
+        return None
+    return bytes(out)
 
 
 def _raise(rc: int, what: str) -> None:
@@ -410,6 +473,19 @@ class EngineHandle:
         if rc != 0:
             _raise(rc, "spl_credit")
         return True
+
+    def xrules(self, xbe: int, program: bytes) -> None:
+        """Give express backend `xbe` the request rules `program` (xrules_program(); b"":
+        none), before any job names it (spl_xrules).
+
+        Raises:
+            EngineError: a bad program or backend (EINVAL), or a closed engine.
+        """
+        if self._e is None:
+            raise EngineError(_errno.EBADF, "spl_xrules: the engine is closed")
+        rc = lib.spl_xrules(self._e, xbe, program, len(program))
+        if rc != 0:
+            _raise(rc, "spl_xrules")
 
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).

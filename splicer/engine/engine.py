@@ -23,7 +23,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from splicer.engine import binding
-from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats
+from splicer.engine.binding import UNTIL_EOF, EngineHandle, EngineStats, xrules_program
 from splicer.errors import EngineBusy, EngineError
 
 log = logging.getLogger("splicer")
@@ -354,6 +354,16 @@ class Engine:
             self._wake_due = True
             self.loop.call_soon(self._wake)
         return credit_id
+
+    def express_rules(self, index: int, edits: tuple) -> bool:
+        """Have the engine make the request rules `edits` (http/rules.py plain_edits()) on
+        each request of express backend `index`, before any job names it (engine.h
+        spl_xrules). False when they do not fit the engine's program (nothing was set)."""
+        program = xrules_program(edits)
+        if program is None:
+            return False
+        self._h.xrules(index, program)
+        return True
 
     def refuse(self, head_id: int, cli) -> None:
         """No credit for the express request of head job `head_id` (reading client socket

@@ -105,6 +105,31 @@ def _last(fields: hdr.Headers, name: bytes, occ: int) -> bytes:
     return values[occ - 1] if occ > 0 else values[occ]
 
 
+class FieldFetch:
+    """The sample ``req.hdr(<name>[,<occ>])`` (``hdr()`` in a request rule, ``res.hdr()``
+    in a response rule): _last() of the fields being rewritten; in a response rule,
+    ``req.hdr`` reads the request's fields as it was forwarded (`of_request`), which an
+    origin cannot forge. A Sample (callable) that says what it reads, so that the engine's
+    express lane can make it itself (http/rules.py plain_edits()).
+
+    Attributes:
+        name: the field name, lower case; occ: the occurrence (1 the first, -1 the last).
+        of_request: a response rule's ``req.hdr``.
+    """
+
+    __slots__ = ("name", "occ", "of_request")
+
+    def __init__(self, name: bytes, occ: int, of_request: bool = False) -> None:
+        self.name = name
+        self.occ = occ
+        self.of_request = of_request
+
+    def __call__(self, s: StreamInfo, msg: Message, f: hdr.Headers) -> bytes:
+        if self.of_request:
+            return _last(msg.request_fields or [], self.name, self.occ)
+        return _last(f, self.name, self.occ)
+
+
 def _path(m: Message) -> bytes:
     return m.target.split(b"?", 1)[0]
 
@@ -126,6 +151,9 @@ _SIMPLE: dict[str, Sample] = {
     "url": lambda s, m, f: m.target,
     "status": lambda s, m, f: b"%d" % m.status if m.status else b"",
 }
+SRC = _SIMPLE["src"]
+"""The sample ``src`` (and ``%ci``): the client's address as text."""
+
 FETCHES = (*_SIMPLE, "req.hdr(<name>[,<occ>])", "res.hdr(<name>[,<occ>])", "hdr(<name>[,<occ>])",
            "var(<scope>.<name>[,<default>])")
 """Sample fetches a format may use (``status`` and ``res.hdr`` in http-response rules only)."""
@@ -156,10 +184,8 @@ def _fetch(expr: str, side: str) -> Sample:
             name = "req.hdr" if side == "request" else "res.hdr"
         _check_side(name, side)
         field, occ = m.group(1).lower().encode("ascii"), int(m.group(2) or -1)
-        if name == "req.hdr" and side == "response":
-            # the request's fields, never the response's: an origin must not forge them
-            return lambda s, msg, f: _last(msg.request_fields or [], field, occ)
-        return lambda s, msg, f: _last(f, field, occ)
+        # (a response rule's req.hdr: the request's fields, never the response's)
+        return FieldFetch(field, occ, name == "req.hdr" and side == "response")
     if name == "var":
         return _var(expr, arg, paren)
     if paren:

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from splicer.http import acl, actions, rewrite, service, variables
 from splicer.http import headers as hdr
-from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, render
+from splicer.http.logformat import SRC, FieldFetch, Message, RuleError, StreamInfo, parse_format, render
 
 ACTIONS = ("set-header", "add-header", "del-header", "replace-header", "replace-value")
 """Header actions of ``http-request`` and ``http-response``."""
@@ -260,6 +260,49 @@ def _replace(rule: HeaderRule, fields: hdr.Headers, stream: StreamInfo, msg: Mes
             out = list(fields)
         out[i] = (n, new)
     return fields if out is None else out
+
+
+_UNREAD = FRAMING_FIELDS | hdr.HOP_BY_HOP
+"""Fields a format's ``req.hdr`` reads differently once hop-by-hop removal and framing went."""
+
+
+def plain_edits(rules: tuple) -> tuple | None:
+    """`rules` (a request's header rules, in the order they run) as the plain edits the
+    engine makes on the express lane's requests (engine.h spl_xrules), or None when one of
+    them is not one.
+
+    A plain edit is ``("del", name)`` (every field named `name`, lower case, goes: a
+    ``del-header``, and the first half of a ``set-header``) or ``("add", name, parts)``
+    (``name: value`` is appended: an ``add-header``, the second half of a ``set-header``),
+    the value its parts joined: bytes (literal), ``"src"`` (the client's address: ``src``,
+    ``%ci``) or ``("hdr", name, occ)`` (``req.hdr(<name>,<occ>)``). So a rule without a
+    condition whose format reads nothing else, and whose ``req.hdr`` fields no earlier rule
+    touched and no hop-by-hop removal or framing changed: the engine reads them from the
+    request as received. apply() makes the same edits.
+    """
+    out: list = []
+    touched: set = set()
+    for rule in rules:
+        if type(rule) is not HeaderRule or rule.cond is not None or rule.regex is not None:
+            return None
+        lname = rule.name.lower()
+        if rule.action in ("set-header", "del-header"):
+            out.append(("del", lname))
+        if rule.action in ("set-header", "add-header"):
+            parts: list = []
+            for p in rule.value:
+                if isinstance(p, bytes):
+                    parts.append(p)
+                elif p is SRC:
+                    parts.append("src")
+                elif (type(p) is FieldFetch and not p.of_request and p.name not in touched
+                      and p.name not in _UNREAD):
+                    parts.append(("hdr", p.name, p.occ))
+                else:
+                    return None
+            out.append(("add", rule.name, tuple(parts)))
+        touched.add(lname)
+    return tuple(out)
 
 
 def apply(rules: tuple[HeaderRule, ...], fields: hdr.Headers, stream: StreamInfo,

@@ -25,7 +25,10 @@ No connection is held ahead of a request: the pools, `pool-max-conn` and the bal
 are the stream path's.
 
 Which frontends have a lane (lane_of()): `mode http`, a default backend and no rule that
-decides per request (no Switching), no header rule, no access log, no `option forwarded`,
+decides per request (no Switching), no http-response rule, and http-request header rules
+only where the engine makes them itself (http/rules.py plain_edits(): set-header,
+add-header and del-header without condition, with literal, `src` and `req.hdr()` values),
+no access log, no `option forwarded`,
 no `option abortonclose`; a backend balanced by `roundrobin` (no key, and no decision by
 the connections in use; a pick that found no idle connection is taken back,
 RoundRobin.unpick), without persistence, `observe layer7` or servers with `maxconn`, with
@@ -46,6 +49,7 @@ import os
 from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, X_BACKENDS, X_DONE, X_HANDOVER, X_UNUSED
 from splicer.engine.engine import JobEnd, Phase
 from splicer.http.machine import keep_alive_terms
+from splicer.http.rules import plain_edits
 from splicer.runtime.accounting import record_express
 from splicer.runtime.heads import express_fields
 
@@ -251,9 +255,12 @@ def lane_of(fe, index: int, engine) -> ExpressLane | None:
         return None
     r, be = fe.route, fe.backend
     m = be.model
-    if (fe.logger is not None or r.rules or r.forwarded or r.abortonclose or be.hashes
+    if (fe.logger is not None or r.response_rules or r.forwarded or r.abortonclose or be.hashes
             or be.sticky or be.observes_responses or be.reuse == "never" or m.balance != "roundrobin"
             or any(s.maxconn for s in m.servers) or m.mode != "http"):
+        return None
+    edits = plain_edits(r.request_rules)
+    if edits is None or (edits and not engine.express_rules(index, edits)):
         return None
     return ExpressLane(index, fe, be, engine)
 

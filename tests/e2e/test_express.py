@@ -1,5 +1,5 @@
-"""The express lane end to end (runtime/express.py): a frontend without rules or access log
-has its plain requests routed and relayed by the engine (a connection's first one on a new
+"""The express lane end to end (runtime/express.py): a frontend without access log, whose
+request rules are plain edits the engine makes itself (conf/site.cfg's), has its plain requests routed and relayed by the engine (a connection's first one on a new
 server connection, as `http-reuse safe` wants, one with `Connection: close` too), and every
 counter, response and balancing decision is what the stream path gives (SPLICER_EXPRESS=off).
 
@@ -199,6 +199,55 @@ def test_the_origin_gets_the_head_the_stream_path_sends(start_splicer, two):
     assert len(heads) == 4
     assert all(h == b"GET /x?q=%d HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nX-Forwarded-For: 127.0.0.1" % i
                for i, h in enumerate(heads))
+
+
+RULES = """    http-request set-header X-Forwarded-Proto http
+    http-request set-header X-Forwarded-Host %[req.hdr(host)]
+    http-request add-header Via "1.1 splicer"
+    http-request del-header X-Debug
+    http-request add-header X-Real-IP %ci
+    http-request set-header X-Lang %[req.hdr(accept-language,2)]
+"""
+
+RULED = [
+    b"GET /a?x=1 HTTP/1.1\r\nHost: www.example.com\r\nX-Forwarded-Proto: https\r\nVia: 1.0 client\r\n\r\n",
+    b"GET /b HTTP/1.1\r\nhost: h:8080\r\nX-Debug: 1\r\nAccept-Language: en, fr ,de\r\nX-Debug: 2\r\n\r\n",
+    b"POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc",
+    b"HEAD /c HTTP/1.1\r\nHost: h\r\nAccept-Language: a\r\nAccept-Language: b, c\r\n\r\n",
+    b"GET /e%20f HTTP/1.1\r\nHost: h\r\nX-Forwarded-Host: evil\r\n\r\n",
+]
+
+
+def test_request_rules_are_made_by_the_engine_as_by_the_stream_path(start_splicer, two):
+    """conf/site.cfg's rules and others (a deletion, the client's address, an occurrence of
+    a list): the origins get the same heads byte for byte with and without the lane, every
+    counter is the same, and the engine made the rules on most requests itself."""
+    heads, stats, express = {}, {}, {}
+    for mode in ("off", "on"):
+        for o in two:
+            o.requests.clear()
+        port = free_port()
+        cfg = config(port, two).replace("    default_backend farm\n", "    default_backend farm\n" + RULES)
+        sp = start_splicer(cfg, [port], env={"SPLICER_EXPRESS": mode})
+        got = run_session(port, RULED)
+        assert [h.split(b"\r\n", 1)[0] for h, _ in got] == [b"HTTP/1.1 200 OK"] * len(RULED) * 3
+        settle_n(sp, len(RULED) * 3)
+        stats[mode] = counters(sp)
+        express[mode] = sp.stats().get("express", {})
+        heads[mode] = [[h for _, _, h in o.requests] for o in two]
+        sp.stop()
+    assert heads["on"] == heads["off"]
+    assert stats["on"] == stats["off"]
+    lane = express["on"]["www"]
+    assert lane["requests"] >= 12 and express["off"] == {}  # (/e%20f is not for the lane)
+    first = heads["on"][0][0]
+    assert first.startswith(b"GET /a?x=1 HTTP/1.1\r\nHost: www.example.com\r\nVia: 1.0 client\r\n"
+                            b"X-Forwarded-Proto: http\r\nX-Forwarded-Host: www.example.com\r\n"
+                            b"Via: 1.1 splicer\r\nX-Real-IP: 127.0.0.1\r\nX-Lang: \r\n"
+                            b"X-Forwarded-For: 127.0.0.1\r\n\r\n"), first
+    assert not any(b"X-Debug" in h for o in heads["on"] for h in o)
+    assert any(b"X-Lang: fr\r\n" in h for o in heads["on"] for h in o)
+    assert any(b"X-Lang: b\r\n" in h for o in heads["on"] for h in o)
 
 
 def test_a_server_that_closes_its_idle_connections_loses_no_request(start_splicer, two):

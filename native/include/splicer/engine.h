@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 13
+#define SPL_ENGINE_ABI 14
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -264,7 +264,8 @@ struct spl_job {
 	                       * smaller one copied; UINT64_MAX = always copied */
 	uint32_t xbe;         /* SPL_RELAY_EXPRESS: the express backend whose credits the
 	                       * client's next requests use (< SPL_X_BACKENDS) */
-	uint32_t xaddr;       /* SPL_RELAY_XFF: the client's IPv4 address (host order) */
+	uint32_t xaddr;       /* SPL_RELAY_EXPRESS: the client's IPv4 address (host order), for
+	                       * SPL_RELAY_XFF and the request rules' src (spl_xrules) */
 	uint32_t xmaxhdr;     /* SPL_RELAY_EXPRESS: most fields an express request may have
 	                       * (tune.http.maxhdr); one with more goes to the caller */
 	uint32_t xpad;
@@ -381,6 +382,62 @@ enum spl_xkind {
  * spl_wake() after a batch. */
 int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, int fd, uint32_t gen,
 	       uint32_t connect_ms);
+
+/* The request rules of express backend `xbe`: header edits made on each of its express
+ * requests before it is sent, after its Connection field is gone and before
+ * X-Forwarded-For (haproxy's `http-request set-header|add-header|del-header` without a
+ * condition, as splicer/http/rules.py apply() makes them: splicer/engine/binding.py
+ * xrules_program() writes the program from them). `prog[0..len)` is a sequence of ops:
+ *   SPL_XOP_DEL, n, name[n]: every field named name (lower case; case-insensitive) goes,
+ *       of the request's and of those earlier ops added;
+ *   SPL_XOP_ADD, n, name[n], parts, then `parts` parts: the field `name: value` is added
+ *       last, its value the parts joined:
+ *     SPL_XPART_LIT, len (2 bytes, little endian), bytes[len]: literal text;
+ *     SPL_XPART_HDR, occ (int8), n, name[n]: occurrence occ (1 the first, -1 the last) of
+ *         the comma-separated values of the request's fields named name (lower case), each
+ *         without its blanks, or nothing (haproxy's `req.hdr(name,occ)`); the request's
+ *         fields as received: no op before it may have touched that name;
+ *     SPL_XPART_SRC: the client's IPv4 address (xaddr), dotted (haproxy's `src`).
+ * At most SPL_XRULES_MAX bytes and SPL_XRULES_ADDS ADD ops; len 0: no rules. A request
+ * whose edited head would not fit the buffer goes to the caller. Call it before the first
+ * job that names xbe; the program is then fixed. Returns 0 or -EINVAL (a bad program or
+ * xbe). Thread: the submitting thread. */
+#define SPL_XRULES_MAX 1024
+#define SPL_XRULES_ADDS 64
+
+enum spl_xop {
+	SPL_XOP_DEL = 1,
+	SPL_XOP_ADD = 2,
+};
+
+enum spl_xpart {
+	SPL_XPART_LIT = 1,
+	SPL_XPART_HDR = 2,
+	SPL_XPART_SRC = 3,
+};
+
+int spl_xrules(struct spl_engine *e, uint32_t xbe, const uint8_t *prog, uint32_t len);
+
+/* Whether the program prog[0..len) is a whole one spl_xrules() takes: 0, else -EINVAL.
+ * Any thread (xhead.c). */
+int spl_xrules_check(const uint8_t *prog, uint32_t len);
+
+/* Whether the request head buf (indexed by spl_h1_parse() in idx) may take the express lane
+ * with at most `maxhdr` fields (see "the express lane" above): sets *no_body for HEAD,
+ * *body to its body's bytes and *close when it says `Connection: close`. Any thread. */
+int spl_xhead_ok(const char *buf, const uint32_t *idx, uint32_t maxhdr, int *no_body, uint64_t *body,
+		 int *close);
+
+/* The request head buf[0..len) (indexed in idx; one spl_xhead_ok() takes) as the express
+ * lane sends it, the same bytes as splicer/http/h1.py forwarded_request(), or
+ * forward_request_head() with request rules: its request line and field lines as received
+ * (SPL_H1_F_PLAIN: as splicer writes them), without the Connection field and those the
+ * request rules prog[0..plen) (spl_xrules_check() took them) delete, then the fields they
+ * add, then `X-Forwarded-For: addr` (addr: IPv4, host order) when xff. Writes it to
+ * out[0..cap) (out NULL: nothing); returns its length, or 0 when it does not fit cap.
+ * Any thread. */
+uint32_t spl_xhead_write(const char *buf, uint32_t len, const uint32_t *idx, const uint8_t *prog, uint32_t plen,
+			 int xff, uint32_t addr, char *out, uint32_t cap);
 
 /* Engine settings. */
 #define SPL_ENGINE_INLINE 1u /* struct spl_cfg.flags: no thread, the caller turns the engine */

@@ -29,8 +29,8 @@ backend farm
 """
 
 
-def lane(fe: str = "", be: str = "    balance roundrobin", srv: str = ""):
-    cfg = loads(BASE.format(fe=fe, be=be, srv=srv))
+def lane(fe: str = "", be: str = "    balance roundrobin", srv: str = "", cfg=None):
+    cfg = cfg or loads(BASE.format(fe=fe, be=be, srv=srv))
     loop = asyncio.new_event_loop()
     p = Proxy(cfg, loop, {f.name: [] for f in cfg.frontends})
     try:
@@ -48,7 +48,10 @@ def test_a_plain_frontend_gets_a_lane_with_x_forwarded_for():
 
 
 @pytest.mark.parametrize("fe, be, srv", [
-    ("    http-request set-header X-A 1", "    balance roundrobin", ""),     # a header rule
+    ("    http-request set-header X-A %[path]", "    balance roundrobin", ""),  # a header rule the
+    ("    http-request replace-header X-A a b", "    balance roundrobin", ""),  # engine does not make
+    ("    http-request set-header X-A 1\n    http-request set-header X-B %[req.hdr(x-a)]",
+     "    balance roundrobin", ""),  # (it reads the fields as received: not one a rule before set)
     ("    log stdout format raw local0", "    balance roundrobin", ""),      # an access log
     ("    http-request deny if { path /x }", "    balance roundrobin", ""),  # a rule that decides
     ("", "    balance leastconn", ""),                                     # counts connections in use
@@ -63,6 +66,24 @@ def test_a_plain_frontend_gets_a_lane_with_x_forwarded_for():
 ])
 def test_what_keeps_a_frontend_off_the_lane(fe, be, srv):
     assert lane(fe, be, srv) is None
+
+
+def test_plain_header_rules_are_the_engines_to_make():
+    """set-header, add-header and del-header without condition, with literal, `src` and
+    `req.hdr()` values (conf/site.cfg's): the engine makes them on the lane's requests."""
+    got = lane("    http-request set-header X-Forwarded-Proto http\n"
+               "    http-request set-header X-Forwarded-Host %[req.hdr(host)]\n"
+               "    http-request add-header Via \"1.1 splicer\"\n"
+               "    http-request add-header X-Real-IP %ci\n"
+               "    http-request del-header X-Debug")
+    assert got is not None
+
+
+def test_the_default_config_has_a_lane():
+    """conf/site.cfg, the README's first command: its rules are the engine's to make."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[3] / "conf" / "site.cfg").read_text()
+    assert lane(cfg=loads(text, "site.cfg")) is not None
 
 
 def test_the_other_reuse_modes_have_one_static_rr_none():
