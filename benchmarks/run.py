@@ -56,6 +56,7 @@ BULKGET = BUILD / "bulkget"
 HOST = "127.0.0.1"
 ORIGIN_PORTS = (19101, 19102)
 PROXY_PORTS = {"splicer": 19180, "haproxy-splice": 19181, "haproxy-default": 19182, "nginx-proxy": 19183}
+TCP_PORTS = {"splicer": 19190, "haproxy-splice": 19191, "haproxy-default": 19192}  # their `mode tcp` frontends
 TARGETS = ("direct", "splicer", "haproxy-splice", "haproxy-default", "nginx-proxy")
 PROXIES = TARGETS[1:]
 SPLICING = ("splicer", "haproxy-splice")  # must be seen calling splice() in the preflight
@@ -76,6 +77,7 @@ class Scenario:
     close: bool = False
     path: str | None = None    # the URL's path, when it is not "/" + file
     script: str | None = None  # wrk only: a Lua script under benchmarks/ that writes every request
+    tcp: bool = False  # through the proxies' `mode tcp` frontend (TCP_PORTS; nginx-proxy has none)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -106,6 +108,8 @@ SCENARIOS = (
     Scenario("api-post-unique", "(g) POSTs of a 1 KiB JSON body to /upload (answered 204), 50 keep-alive "
              "conns, a bearer token and X-Request-Id of its own per request (wrk + wrk/api_post_unique.lua)",
              "wrk", "1k.bin", 50, path="/upload", script="wrk/api_post_unique.lua"),
+    Scenario("tcp-256m-c8", "(h) mode tcp: 256 MiB, 8 keep-alive conns through a `mode tcp` frontend "
+             "(bulkget; nginx-proxy has no stream module here)", "bulkget", "256m.bin", 8, tcp=True),
 )
 
 METRICS = {
@@ -356,8 +360,12 @@ def make_files(docroot: Path, files: dict[str, int] | None = None) -> dict[str, 
     return digests
 
 
-def render(template: str, dest: Path, **values) -> str:
+def render(template: str, dest: Path, append: str | None = None, **values) -> str:
+    """Write template (with template `append` after it) to dest, each @@NAME@@ filled with
+    values[NAME]; returns the text."""
     text = (TEMPLATES / template).read_text()
+    if append is not None:
+        text += "\n" + (TEMPLATES / append).read_text()
     for k, v in values.items():
         text = text.replace(f"@@{k}@@", str(v))
     left = re.findall(r"@@[A-Z0-9_]+@@", text)
@@ -407,13 +415,15 @@ def start_everything(workdir: Path) -> tuple[Service, dict[str, Service], dict[s
 
     proxies = {}
     common = dict(ORIGIN1_PORT=o1, ORIGIN2_PORT=o2)
-    configs["splicer.cfg"] = render("splicer.cfg", workdir / "splicer.cfg", PORT=PROXY_PORTS["splicer"], **common)
+    configs["splicer.cfg"] = render("splicer.cfg", workdir / "splicer.cfg", "tcp-frontend.cfg",
+                                    PORT=PROXY_PORTS["splicer"], TCP_PORT=TCP_PORTS["splicer"], **common)
     proxies["splicer"] = start_splicer("splicer", workdir / "splicer.cfg", workdir)
 
     for name, splice in (("haproxy-splice", "    option splice-request\n    option splice-response"),
                          ("haproxy-default", "    # no splice option")):
         cfg = workdir / f"{name}.cfg"
-        configs[cfg.name] = render("haproxy.cfg", cfg, PORT=PROXY_PORTS[name], SPLICE=splice, **common)
+        configs[cfg.name] = render("haproxy.cfg", cfg, "tcp-frontend.cfg", PORT=PROXY_PORTS[name],
+                                   TCP_PORT=TCP_PORTS[name], SPLICE=splice, **common)
         check = subprocess.run(["haproxy", "-c", "-f", str(cfg)], check=False, capture_output=True, text=True)
         if check.returncode != 0:
             die(f"haproxy -c rejected {cfg.name}:\n{check.stdout}{check.stderr}")
@@ -426,13 +436,15 @@ def start_everything(workdir: Path) -> tuple[Service, dict[str, Service], dict[s
                                                      "-c", str(workdir / "proxy-nginx.conf")], CPU_PROXY, workdir)
     for name, svc in proxies.items():
         svc.wait_port(PROXY_PORTS[name])
+        if name in TCP_PORTS:
+            svc.wait_port(TCP_PORTS[name])
     return origin, proxies, configs
 
 
 # -- clients --------------------------------------------------------------------------------
 
-def target_port(target: str) -> int:
-    return ORIGIN_PORTS[0] if target == "direct" else PROXY_PORTS[target]
+def target_port(target: str, tcp: bool = False) -> int:
+    return ORIGIN_PORTS[0] if target == "direct" else TCP_PORTS[target] if tcp else PROXY_PORTS[target]
 
 
 def bulkget_cmd(port: int, path: str, conns: int, duration: float, tail: float, last: str | None) -> list[str]:
@@ -758,7 +770,7 @@ def measure(ctx: Context, sc: Scenario, target: str, rnd: int) -> dict:
                            "errors": 1}, derived={"errors": 1}, dead=True)
         return sample
     path = sc.path or "/" + sc.file
-    port = target_port(target)
+    port = target_port(target, sc.tcp)
     tree0 = sorted(proc_tree(svc.pid)) if svc else None
     _, log0 = new_log_lines(svc, 0) if svc else ([], 0)
     t0 = svc.ticks() if svc else None
@@ -1102,7 +1114,7 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("taskset", "nginx", "haproxy", "wrk", "strace", "gcc"):
         if not shutil.which(tool):
             die(f"{tool} not found (apt-get install -y haproxy nginx wrk strace util-linux gcc)")
-    busy = [p for p in ORIGIN_PORTS + tuple(PROXY_PORTS.values()) if not port_free(p)]
+    busy = [p for p in ORIGIN_PORTS + tuple(PROXY_PORTS.values()) + tuple(TCP_PORTS.values()) if not port_free(p)]
     if busy:
         die(f"ports already in use on {HOST}: {busy}")
     machine = machine_info()
@@ -1113,7 +1125,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
 
     started = dt.datetime.now(dt.UTC)
-    n_samples = rounds * len(scenarios) * len(targets)
+    n_samples = rounds * sum(sum(1 for t in targets if not s.tcp or t == "direct" or t in TCP_PORTS)
+                             for s in scenarios)
     est = rounds * sum(len(targets) * ((bulk_d if s.tool == "bulkget" else wrk_d) + 0.6) for s in scenarios)
     log(f"splicer benchmarks: {rounds} round(s) x {len(scenarios)} scenarios x {len(targets)} targets = "
         f"{n_samples} samples, about {est / 60 + 0.7:.0f} min")
@@ -1178,6 +1191,8 @@ def main(argv: list[str] | None = None) -> int:
             order = targets[k:] + targets[:k]
             for sc in scenarios:
                 for t in order:
+                    if sc.tcp and t != "direct" and t not in TCP_PORTS:
+                        continue
                     i += 1
                     s = measure(ctx, sc, t, rnd)
                     samples.append(s)
