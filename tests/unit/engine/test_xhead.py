@@ -106,7 +106,8 @@ def disagreements(head: bytes, stats: dict | None = None) -> list[str]:
 FIELD_NAMES = [b"Host", b"host", b"Accept", b"Cookie", b"X-Forwarded-For", b"X-Forwarded-Proto", b"x-t",
                b"X-Same", b"Referer", b"X-Obs", b"User-Agent", b"Content-Length", b"Connection", b"X-Tab"]
 FIELD_VALUES = [b"a", b"a, b", b"a,b,,c", b" x ", b"", b",", b"q=0.9, text/html ,  */*", b"example.com",
-                b"example.com:8080", b"keep-alive", b"close", b"3", b"caf\xc3\xa9", b"a\tb", b"1.1 other"]
+                b"example.com:8080", b"keep-alive", b"close", b"3", b"caf\xc3\xa9", b"a\tb", b"1.1 other",
+                b"a,\tb\t, \tc"]
 
 
 @st.composite
@@ -148,6 +149,14 @@ def test_the_lane_writes_what_the_stream_path_sends_on_heads_of_the_rules_fields
     assert disagreements(head) == []
 
 
+def test_an_occurrence_is_read_without_its_blanks():
+    rules, program = PROGRAMS[5]
+    head = b"GET / HTTP/1.1\r\nHost: h\r\nX-Tab: a,\tb\t, \tc\r\nX-Spaces: x\r\n\r\n"
+    got = binding.xhead(head, program, ADDR)
+    assert b"\r\nX-C: pre-x-b-post\r\n" in got
+    assert disagreements(head) == []
+
+
 def test_a_head_that_does_not_fit_goes_to_the_caller():
     rules, program = PROGRAMS[1]
     head = b"GET / HTTP/1.1\r\nHost: " + b"h" * 200 + b"\r\n\r\n"
@@ -159,6 +168,11 @@ def test_a_head_that_does_not_fit_goes_to_the_caller():
     assert lib.spl_xhead_write(head, len(head), idx, program, len(program), 1, ADDR, out, len(full)) == len(full)
     assert lib.spl_xhead_write(head, len(head), idx, program, len(program), 1, ADDR, out, len(full) - 1) == 0
     assert lib.spl_xhead_write(head, len(head), idx, program, len(program), 1, ADDR, ffi.NULL, len(full)) == len(full)
+    for cap in range(len(full) - 40, len(full)):  # nothing is written beyond cap
+        guard = ffi.new("char[]", len(full) + 8)
+        ffi.memmove(guard, b"\xa5" * (len(full) + 8), len(full) + 8)
+        assert lib.spl_xhead_write(head, len(head), idx, program, len(program), 1, ADDR, guard, cap) == 0
+        assert ffi.unpack(guard, len(full) + 8)[cap:] == b"\xa5" * (len(full) + 8 - cap), cap
 
 
 def test_only_whole_programs_are_taken():
