@@ -177,3 +177,75 @@ def test_in_a_response_req_hdr_without_request_fields_is_empty():
 
 def test_in_a_request_hdr_reads_the_request_fields_being_rewritten():
     assert run(["set-header Y %[hdr(x)]"], [(b"X", b"1")]) == [(b"X", b"1"), (b"Y", b"1")]
+
+
+# --- plain_edits: the rules the engine's express lane makes itself ------------------------------
+
+def _rules(*words: list[str]) -> tuple:
+    return tuple(parse_rule(list(w), "request") for w in words)
+
+
+def test_plain_edits_of_each_header_action():
+    from splicer.http.rules import plain_edits
+    assert plain_edits(()) == ()
+    assert plain_edits(_rules(["set-header", "X-Forwarded-Proto", "http"])) == (
+        ("del", b"x-forwarded-proto"), ("add", b"X-Forwarded-Proto", (b"http",)))
+    assert plain_edits(_rules(["add-header", "Via", "1.1 splicer"])) == (("add", b"Via", (b"1.1 splicer",)),)
+    assert plain_edits(_rules(["del-header", "X-Debug"])) == (("del", b"x-debug"),)
+    assert plain_edits(_rules(["add-header", "X-Real-IP", "%[src]"], ["add-header", "X-C", "%ci"])) == (
+        ("add", b"X-Real-IP", ("src",)), ("add", b"X-C", ("src",)))
+    assert plain_edits(_rules(["set-header", "X-H", "a%[req.hdr(host)]b%[hdr(Accept,2)]%%"])) == (
+        ("del", b"x-h"), ("add", b"X-H", (b"a", ("hdr", b"host", -1), b"b", ("hdr", b"accept", 2), b"%")))
+
+
+@pytest.mark.parametrize("words", [
+    ["set-header", "X-A", "%[path]"],
+    ["set-header", "X-A", "%[src_port]"],
+    ["add-header", "X-A", "%cp"],
+    ["set-header", "X-A", "%[var(txn.x)]"],
+    ["replace-header", "X-A", "a", "b"],
+    ["replace-value", "X-A", "a", "b"],
+    ["set-header", "X-A", "1", "if", "{", "path", "/x", "}"],
+    ["del-header", "X-A", "unless", "{", "path", "/x", "}"],
+    ["set-header", "X-A", "%[req.hdr(connection)]"],
+    ["set-header", "X-A", "%[req.hdr(keep-alive)]"],
+    ["set-header", "X-A", "%[req.hdr(content-length)]"],
+    ["set-header", "X-A", "%[req.hdr(transfer-encoding)]"],
+    ["set-path", "/x"],
+    ["set-var(txn.x)", "str(a)"],
+])
+def test_plain_edits_refuse_what_the_engine_does_not_make(words):
+    from splicer.http.rules import plain_edits
+    assert plain_edits(_rules(["add-header", "X-Before", "1"], words)) is None
+
+
+def test_plain_edits_read_a_field_only_as_received():
+    from splicer.http.rules import plain_edits
+    for first in (["add-header", "X-A", "1"], ["set-header", "x-a", "1"], ["del-header", "X-A"]):
+        assert plain_edits(_rules(first, ["set-header", "X-B", "%[req.hdr(x-a)]"])) is None
+    assert plain_edits(_rules(["add-header", "X-B", "1"], ["set-header", "X-C", "%[req.hdr(x-a)]"])) is not None
+    assert plain_edits(_rules(["set-header", "X-A", "<%[req.hdr(x-a)]>"])) == (
+        ("del", b"x-a"), ("add", b"X-A", (b"<", ("hdr", b"x-a", -1), b">")))
+
+
+def test_plain_edits_do_what_apply_does():
+    """The edits, made on a field list as the engine makes them, give apply()'s fields."""
+    from splicer.http.logformat import _last
+    from splicer.http.rules import plain_edits
+    rules = _rules(["set-header", "X-Forwarded-Proto", "http"], ["set-header", "X-Forwarded-Host", "%[req.hdr(host)]"],
+                   ["add-header", "Via", "1.1 splicer"], ["del-header", "Cookie"], ["add-header", "X-T", "1"],
+                   ["add-header", "x-t", "2"], ["del-header", "X-T"], ["add-header", "X-T", "3 %ci %[req.hdr(a,-2)]"])
+    fields = [(b"Host", b"example.com"), (b"X-Forwarded-Proto", b"https"), (b"Cookie", b"a=1"),
+              (b"A", b"1, 2 ,3"), (b"via", b"1.0 c")]
+    info = StreamInfo("192.0.2.1", 1234, "127.0.0.1", 80, "fe", "be")
+    want = apply(rules, fields, info, Message(b"GET", b"/"))
+    orig, added = list(fields), []
+    for edit in plain_edits(rules):
+        if edit[0] == "del":
+            orig = [(n, v) for n, v in orig if n.lower() != edit[1]]
+            added = [(n, v) for n, v in added if n.lower() != edit[1]]
+        else:
+            value = b"".join(p if isinstance(p, bytes) else info.src.encode() if p == "src"
+                             else _last(fields, p[1], p[2]) for p in edit[2])
+            added.append((edit[1], value))
+    assert orig + added == want
