@@ -332,8 +332,9 @@ struct spl_done {
  * body's length, which a new connection's credit may not carry) and waits for its credit:
  * the server connection the caller picks for the request and lends it (spl_credit), or a
  * refusal (spl_credit with fd -1: the head then ends the head job as usual). With it, the
- * engine sends the head (without its Connection field, with X-Forwarded-For under
- * SPL_RELAY_XFF), reads and relays the response as SPL_JOB_RELAY does, and reads the
+ * engine sends the head (without its Connection field, with its express backend's request
+ * rules made on it (spl_xrules) and X-Forwarded-For under SPL_RELAY_XFF: spl_xhead_write;
+ * a head whose edited form does not fit the buffer goes to the caller), reads and relays the response as SPL_JOB_RELAY does, and reads the
  * client's next head as the same head job. A credit ends in one completion (id: the
  * credit's, xkind): SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body,
  * relayed, bytes_fwd: the response's body, relay_flags: SPL_RELAY_SPLICED, and
