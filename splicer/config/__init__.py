@@ -4,6 +4,7 @@ from splicer.config.model import (  # noqa: F401
     Backend,
     Bind,
     Config,
+    ForwardFor,
     Frontend,
     Global,
     Server,

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from splicer.config.model import (Balance, Bind, HashType, LogTarget, PersistRule, Server, StatsSocket, SwitchingRule,
-                                  UseServerRule)
+from splicer.config.model import (Balance, Bind, ForwardFor, HashType, LogTarget, PersistRule, Server, StatsSocket,
+                                  SwitchingRule, UseServerRule)
 from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
@@ -1206,23 +1206,35 @@ FORWARDFOR_ARGS = ("except", "header", "if-none")
 
 
 def _parse_forwardfor(ctx: Context, args: Sequence[str]) -> None:
-    """haproxy ``option forwardfor [except <net>] [header <name>] [if-none]``: key
-    ``forwardfor``; the arguments are validated, then ignored with a warning."""
+    """haproxy ``option forwardfor [except <network>] [header <name>] [if-none]``: key
+    ``forwardfor``, a model.ForwardFor. <network> is an address with an optional mask
+    (``127.0.0.0/8``, ``10.0.0.0/255.0.0.0``, ``::1/128``); <name> a field name (token)."""
+    except_net, header, if_none = None, b"X-Forwarded-For", False
     i = 0
     while i < len(args):
         arg = args[i]
         if arg in ("except", "header"):
             if i + 1 >= len(args):
                 raise ArgError(f"'option forwardfor {arg}' expects a value")
-            ctx.warn(f"'option forwardfor' argument '{arg} {args[i + 1]}' {IGNORED}")
+            value = args[i + 1]
+            if arg == "except":
+                try:
+                    except_net = ipaddress.ip_network(value, strict=False)
+                except ValueError:
+                    raise ArgError(f"'option forwardfor except' expects a network (address[/mask]), "
+                                   f"not '{value}'") from None
+            else:
+                if not _FIELD_NAME.match(value):
+                    raise ArgError(f"'option forwardfor header' expects a field name, not '{value}'")
+                header = value.encode("ascii")
             i += 2
         elif arg == "if-none":
-            ctx.warn(f"'option forwardfor' argument 'if-none' {IGNORED}")
+            if_none = True
             i += 1
         else:
             raise ArgError(f"'option forwardfor': unknown argument '{arg}'"
                            + did_you_mean(arg, FORWARDFOR_ARGS))
-    ctx.set("forwardfor", True)
+    ctx.set("forwardfor", ForwardFor(except_net, header, if_none))
 
 
 FORWARDED_PARAMS = ("proto", "host", "by", "for")

@@ -299,6 +299,23 @@ class PersistRule:
 
 
 @dataclass(frozen=True)
+class ForwardFor:
+    """haproxy ``option forwardfor [except <network>] [header <name>] [if-none]`` of one
+    proxy (configuration.txt 4.2 "option forwardfor").
+
+    Attributes:
+        except_net: the client network (ipaddress.IPv4Network / IPv6Network) whose requests
+            get no field from this proxy's option, or None.
+        header: the field's name (b"X-Forwarded-For" by default).
+        if_none: add the field only when the request has none of that name.
+    """
+
+    except_net: object = None
+    header: bytes = b"X-Forwarded-For"
+    if_none: bool = False
+
+
+@dataclass(frozen=True)
 class Frontend:
     """A `frontend` section, or the front half of a `listen` section.
 
@@ -307,7 +324,8 @@ class Frontend:
         binds: listeners to open.
         default_backend: name of the Backend that receives all traffic.
         maxconn: max concurrent client connections on this frontend (haproxy default 0 = global).
-        forwardfor: `option forwardfor` set here or in the defaults it inherits.
+        forwardfor: `option forwardfor` set here or in the defaults it inherits (its
+            arguments), else None.
         splice_request / splice_response / splice_auto: the `option splice-*` flags set here.
         splice_named: some `option splice-*` line (or its `no` form) applies here, set or
             inherited; when neither proxy of a stream names one, splicer's measured default
@@ -348,7 +366,7 @@ class Frontend:
     binds: tuple[Bind, ...]
     default_backend: str | None
     maxconn: int = 0
-    forwardfor: bool = False
+    forwardfor: ForwardFor | None = None
     splice_request: bool = False
     splice_response: bool = False
     splice_auto: bool = False
@@ -393,6 +411,8 @@ class Backend:
             that start a retry; the default is connection failures only, empty means none.
         forwarded: RFC 7239 parameters of `option forwarded` ("proto", "host", "by", "for");
             empty when the option is off.
+        forwardfor: `option forwardfor` set here or in the defaults it inherits (its
+            arguments), else None.
         http_buffer_request: `option http-buffer-request`.
         abortonclose: `option abortonclose`: a request whose client has closed is not sent.
         httpchk: `option httpchk`: the whole request a layer-7 health check sends (bytes),
@@ -430,7 +450,7 @@ class Backend:
     hash_balance_factor: int = 0
     allbackups: bool = False
     servers: tuple[Server, ...] = ()
-    forwardfor: bool = False
+    forwardfor: ForwardFor | None = None
     splice_request: bool = False
     splice_response: bool = False
     splice_auto: bool = False

@@ -540,7 +540,7 @@ def _frontend(section: RawSection, settings: dict[str, Entry], link: Entry | Non
         binds=tuple(binds),
         default_backend=default_backend,
         maxconn=int(_value(settings, "maxconn", 0)),  # type: ignore[arg-type]
-        forwardfor=bool(_value(settings, "forwardfor", False)),
+        forwardfor=_value(settings, "forwardfor", None),  # type: ignore[arg-type]
         splice_request=bool(_value(settings, "splice_request", False)),
         splice_response=bool(_value(settings, "splice_response", False)),
         splice_auto=bool(_value(settings, "splice_auto", False)),
@@ -591,7 +591,7 @@ def _backend(section: RawSection, settings: dict[str, Entry], bound: dict | None
         hash_balance_factor=int(_value(settings, "hash_balance_factor", 0)),  # type: ignore[arg-type]
         allbackups=bool(_value(settings, "allbackups", False)),
         servers=servers,  # type: ignore[arg-type]
-        forwardfor=bool(_value(settings, "forwardfor", False)),
+        forwardfor=_value(settings, "forwardfor", None),  # type: ignore[arg-type]
         splice_request=bool(_value(settings, "splice_request", False)),
         splice_response=bool(_value(settings, "splice_response", False)),
         splice_auto=bool(_value(settings, "splice_auto", False)),

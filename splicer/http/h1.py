@@ -681,7 +681,7 @@ def _response(status: int, reason: bytes, version: bytes, fields: hdr.Headers, m
 def forward_request_head(req: RequestHead, client_ip: str | None,
                          forwarded: tuple[tuple[str, ...], str, str] | None = None,
                          rules: tuple = (), stream: rules_mod.StreamInfo | None = None,
-                         view=None) -> bytes:
+                         view=None, xff_name: bytes = b"X-Forwarded-For", xff_if_none: bool = False) -> bytes:
     """The request head to send to the server: HTTP/1.1, hop-by-hop fields removed.
 
     Args:
@@ -694,6 +694,8 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
             before X-Forwarded-For / Forwarded are added; `stream` is what their samples read.
         view: the request's sample.RequestView, which rule conditions read (None: no rule
             has one).
+        xff_name, xff_if_none: `option forwardfor header <name>` and `if-none` (the field
+            is added only when the request, after the rules, has none of that name).
 
     Returns:
         Head bytes. Server connections are kept alive (HTTP/1.1 default, no Connection
@@ -710,7 +712,7 @@ def forward_request_head(req: RequestHead, client_ip: str | None,
         # Upgrade is hop-by-hop, but this hop passes the request to switch on, as asked
         fields += [(b"Connection", b"upgrade"), (b"Upgrade", req.upgrade)]
     if client_ip is not None:
-        fields = hdr.append_forwarded_for(fields, client_ip)
+        fields = hdr.append_forwarded_for(fields, client_ip, xff_name, xff_if_none)
     if forwarded is not None:
         params, for_ip, by_ip = forwarded
         host = next((v for n, v in fields if n.lower() == b"host"), None)

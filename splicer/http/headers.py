@@ -6,6 +6,9 @@ case the peer sent; comparisons are case-insensitive. Nothing here does I/O.
 """
 from __future__ import annotations
 
+import functools
+import ipaddress
+
 Headers = list[tuple[bytes, bytes]]
 """A header section: (name, value) pairs in wire order, names in the case the peer sent."""
 
@@ -104,7 +107,8 @@ def set_framing(headers: Headers, kind: str, length: int | None) -> Headers:
     return headers
 
 
-def append_forwarded_for(headers: Headers, client_ip: str) -> Headers:
+def append_forwarded_for(headers: Headers, client_ip: str, name: bytes = b"X-Forwarded-For",
+                         if_none: bool = False) -> Headers:
     """Add ``X-Forwarded-For: <client_ip>`` as the last field (haproxy `option forwardfor`).
 
     haproxy appends a new header line rather than editing an existing one, so the origin sees
@@ -114,8 +118,32 @@ def append_forwarded_for(headers: Headers, client_ip: str) -> Headers:
     Args:
         headers: header section to extend (not modified).
         client_ip: the client's address as text ("192.0.2.1" or "2001:db8::1").
+        name: the field's name (`option forwardfor header <name>`).
+        if_none: add nothing when a field of that name is there (`if-none`).
     """
-    return headers + [(b"X-Forwarded-For", client_ip.encode("ascii"))]
+    if if_none:
+        low = name.lower()
+        if any(n.lower() == low for n, _ in headers):
+            return headers
+    return headers + [(name, client_ip.encode("ascii"))]
+
+
+def in_networks(address: str, networks: tuple) -> bool:
+    """Whether the address `address` (text) is in one of `networks` (ipaddress networks:
+    `option forwardfor except`); an IPv4-mapped IPv6 address counts as its IPv4 one."""
+    ip = _address(address)
+    if ip is None:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return any(ip in net or (mapped is not None and mapped in net) for net in networks)
+
+
+@functools.lru_cache(maxsize=1024)
+def _address(text: str):
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
 
 
 def serialize(start_line: bytes, headers: Headers) -> bytes:

@@ -28,7 +28,8 @@ Which frontends have a lane (lane_of()): `mode http`, a default backend and no r
 decides per request (no Switching), no http-response rule, and http-request header rules
 only where the engine makes them itself (http/rules.py plain_edits(): set-header,
 add-header and del-header without condition, with literal, `src` and `req.hdr()` values),
-no access log, no `option forwarded`,
+no access log, no `option forwarded`, no `option forwardfor` but its plain form (an IPv4
+`except` network aside: its clients' sessions are armed without X-Forwarded-For),
 no `option abortonclose`; a backend balanced by `roundrobin` (no key, and no decision by
 the connections in use; a pick that found no idle connection is taken back,
 RoundRobin.unpick), without persistence, `observe layer7` or servers with `maxconn`, with
@@ -74,7 +75,8 @@ class ExpressLane:
     """
 
     __slots__ = ("index", "fe", "be", "engine", "inflight", "handed", "adopting", "flags", "maxhdr",
-                 "requests", "handovers", "refused", "lends", "connects", "_terms", "_first_floor", "_closed")
+                 "requests", "handovers", "refused", "lends", "connects", "_terms", "_first_floor", "_closed",
+                 "_no_xff")
 
     def __init__(self, index: int, fe, be, engine) -> None:
         self.index = index
@@ -85,6 +87,8 @@ class ExpressLane:
         self.handed: dict = {}
         self.adopting = None
         self.flags = RELAY_EXPRESS | (RELAY_XFF if fe.route.forwardfor else 0)
+        # `option forwardfor except`: (network, mask) of each IPv4 network whose clients get none
+        self._no_xff = tuple((int(n.network_address), int(n.netmask)) for n in fe.route.xff_except)
         self.maxhdr = fe.route.maxhdr
         self.requests = 0
         self.handovers = 0
@@ -107,7 +111,11 @@ class ExpressLane:
         when its next requests may not take the lane (not IPv4, a stopping worker)."""
         if type(peer) is not int or self._closed or self.fe.proxy.stopping:
             return None
-        return self.flags, self.index, peer >> 16, self.maxhdr
+        addr = peer >> 16
+        flags = self.flags
+        if self._no_xff and any(addr & mask == net for net, mask in self._no_xff):
+            flags &= ~RELAY_XFF
+        return flags, self.index, addr, self.maxhdr
 
     def first(self, session) -> tuple | None:
         """What arms `session`'s first head job (heads.submit_read_head's `express`), or
@@ -256,6 +264,7 @@ def lane_of(fe, index: int, engine) -> ExpressLane | None:
     r, be = fe.route, fe.backend
     m = be.model
     if (fe.logger is not None or r.response_rules or r.forwarded or r.abortonclose or be.hashes
+            or not r.xff_plain or any(n.version != 4 for n in r.xff_except)
             or be.sticky or be.observes_responses or be.reuse == "never" or m.balance != "roundrobin"
             or any(s.maxconn for s in m.servers) or m.mode != "http"):
         return None

@@ -25,6 +25,7 @@ from typing import Callable, Mapping
 
 from splicer.config.model import Backend, Frontend, Global
 from splicer.http.actions import BAD_REQUEST, LocalRule, first_local, merge_runs
+from splicer.http.headers import in_networks
 from splicer.http.logformat import StreamInfo
 from splicer.http.normalize import NormalizeRule, ambiguity
 from splicer.http.rewrite import RewriteRule
@@ -66,7 +67,12 @@ class Route:
         frontend, backend: the proxies' names.
         bufsize: largest head accepted, bytes (tune.bufsize).
         maxhdr: most header fields in a head (tune.http.maxhdr).
-        forwardfor: add X-Forwarded-For (option forwardfor on either proxy).
+        forwardfor: add X-Forwarded-For (option forwardfor on either proxy); as haproxy
+            2.6 does it (http_process_request): xff_header, the field's name (the
+            backend's option's when it has one, else the frontend's); xff_except, the
+            networks of either option's `except`, whose clients get none; xff_if_none, only
+            when a request has no field of that name (every option of the two says
+            `if-none`). xff_for() says what a client's requests get.
         forwarded: the backend's `option forwarded` parameters (None: off).
         http_buffer_request: option http-buffer-request on either proxy.
         abortonclose: the backend's option abortonclose.
@@ -103,6 +109,25 @@ class Route:
     t_keepalive: float | None
     t_tunnel: float | None
     response_sets: tuple = ()
+    xff_header: bytes = b"X-Forwarded-For"
+    xff_except: tuple = ()
+    xff_if_none: bool = False
+
+    def xff_for(self, client_ip: str | None) -> str | None:
+        """The address the X-Forwarded-For field of the requests of a client at `client_ip`
+        carries: `client_ip`, or None for none (no `option forwardfor`, an unknown
+        address, or one in an `except` network)."""
+        if not self.forwardfor or client_ip is None:
+            return None
+        if self.xff_except and in_networks(client_ip, self.xff_except):
+            return None
+        return client_ip
+
+    @property
+    def xff_plain(self) -> bool:
+        """The field is X-Forwarded-For, added whatever the request has (the head may be
+        forwarded by ranges, and the express lane's engine may add it)."""
+        return self.xff_header == b"X-Forwarded-For" and not self.xff_if_none
 
     @property
     def rules(self) -> bool:
@@ -132,6 +157,9 @@ def route_of(g: Global, fe: Frontend, be: Backend) -> Route:
     return Route(
         frontend=fe.name, backend=be.name, bufsize=g.bufsize, maxhdr=g.maxhdr,
         forwardfor=bool(fe.forwardfor or be.forwardfor), forwarded=be.forwarded,
+        xff_header=(be.forwardfor or fe.forwardfor).header if (fe.forwardfor or be.forwardfor) else b"X-Forwarded-For",
+        xff_except=tuple(f.except_net for f in (fe.forwardfor, be.forwardfor) if f and f.except_net is not None),
+        xff_if_none=all(f.if_none for f in (fe.forwardfor, be.forwardfor) if f) and bool(fe.forwardfor or be.forwardfor),
         http_buffer_request=bool(fe.http_buffer_request or be.http_buffer_request),
         abortonclose=bool(be.abortonclose),
         errorpages=MappingProxyType(dict(fe.errorfiles) | dict(be.errorfiles)),

@@ -147,7 +147,7 @@ class Stream(StreamMachine):
         req, route, s = self.req, self.route, self.s
         early = self.early
         fwd = (route.forwarded, s.client_ip, s.local_ip) if route.forwarded else None
-        xff = s.client_ip if route.forwardfor else None
+        xff = route.xff_for(s.client_ip)
         edited = self._rewritten  # the rules changed the method or fields: not by ranges
         be = self.be
         if be.sticky:
@@ -161,10 +161,11 @@ class Stream(StreamMachine):
             if p.cookie is not None and p.cookie.edited:
                 req.headers = p.cookie.fields
                 edited = True
-        if early is None and not self.rules_in and not edited:
+        if early is None and not self.rules_in and not edited and route.xff_plain:
             out_head = forwarded_request(self.raw, req, xff, fwd)  # by ranges: no rule reads the stream
         else:
-            out_head = forward_request_head(req, xff, fwd, self.rules_in, self.info, self.view)
+            out_head = forward_request_head(req, xff, fwd, self.rules_in, self.info, self.view,
+                                            route.xff_header, route.xff_if_none)
         if early is not None:
             out_head += early
             req.framing = Framing(BodyKind.LENGTH, req.framing.length - len(early))

@@ -454,15 +454,28 @@ def test_balance_hdr_with_nested_parentheses_is_not_a_field_name():
         "site.cfg:2: 'balance hdr(<name>)' expects a header field name, e.g. 'hdr(host)'"]
 
 
-def test_forwardfor_arguments_are_read_pairwise_and_warned_about():
+def test_forwardfor_arguments_are_read_pairwise():
+    """`option forwardfor` arguments work as haproxy documents them (they were accepted and
+    ignored before: an accepted keyword behaves as haproxy says)."""
+    import ipaddress
+    from splicer.config.model import ForwardFor
     c = ctx(kind="frontend")
     kw._parse_forwardfor(c, ["if-none", "header", "X-Client", "except", "10.0.0.0/8"])
-    assert c.settings == [("forwardfor", True)]
-    assert c.warnings == [
-        "'option forwardfor' argument 'if-none' is accepted for haproxy compatibility and ignored",
-        "'option forwardfor' argument 'header X-Client' is accepted for haproxy compatibility and ignored",
-        "'option forwardfor' argument 'except 10.0.0.0/8' is accepted for haproxy compatibility and ignored"]
+    assert c.settings == [("forwardfor", ForwardFor(ipaddress.ip_network("10.0.0.0/8"), b"X-Client", True))]
+    assert c.warnings == []
+    c = ctx(kind="backend")
+    kw._parse_forwardfor(c, ["except", "127.0.0.1/255.0.0.0"])
+    assert c.settings == [("forwardfor", ForwardFor(ipaddress.ip_network("127.0.0.0/8")))]
+    c = ctx(kind="backend")
+    kw._parse_forwardfor(c, [])
+    assert c.settings == [("forwardfor", ForwardFor(None, b"X-Forwarded-For", False))]
     assert error_of(kw._parse_forwardfor, ["header"], kind="frontend") == "'option forwardfor header' expects a value"
+    assert error_of(kw._parse_forwardfor, ["except", "10.0.0.300/8"], kind="frontend") == (
+        "'option forwardfor except' expects a network (address[/mask]), not '10.0.0.300/8'")
+    assert error_of(kw._parse_forwardfor, ["header", "X:Y"], kind="frontend") == (
+        "'option forwardfor header' expects a field name, not 'X:Y'")
+    assert error_of(kw._parse_forwardfor, ["if-nothing"], kind="frontend").startswith(
+        "'option forwardfor': unknown argument 'if-nothing'")
 
 
 def test_parse_int_bounds_default_to_zero_and_are_inclusive():

@@ -7,6 +7,7 @@ from splicer.config import (
     Backend,
     Bind,
     Config,
+    ForwardFor,
     Frontend,
     Global,
     Server,
@@ -70,7 +71,7 @@ listen db
     server pg1 10.0.1.1:5432
 """
 
-HTTP_DEFAULTS_BACK = {"forwardfor": True, "redispatch": True, "retries": 2}
+HTTP_DEFAULTS_BACK = {"forwardfor": ForwardFor(), "redispatch": True, "retries": 2}
 
 
 def test_sample_config_gives_exact_model():
@@ -84,7 +85,7 @@ def test_sample_config_gives_exact_model():
                 name="www", mode="http",
                 binds=(Bind("", 80, "site.cfg", 27), Bind("127.0.0.1", 8080, "site.cfg", 27),
                        Bind("::1", 8081, "site.cfg", 28)),
-                default_backend="app", maxconn=1000, forwardfor=True, splice_auto=True,
+                default_backend="app", maxconn=1000, forwardfor=ForwardFor(), splice_auto=True,
                 timeouts=Timeouts(client=60.0, http_request=10.0, http_keep_alive=2.0),
                 file="site.cfg", line=26),
             Frontend(
@@ -162,9 +163,9 @@ def test_later_defaults_section_starts_fresh():
         """)
     one, two = config.backends["one"], config.backends["two"]
     assert (one.mode, one.forwardfor, one.retries, one.timeouts) == (
-        "http", True, 7, Timeouts(connect=2.0))
+        "http", ForwardFor(), 7, Timeouts(connect=2.0))
     assert (two.mode, two.forwardfor, two.retries, two.timeouts) == (
-        "tcp", False, 3, Timeouts(server=9.0))
+        "tcp", None, 3, Timeouts(server=9.0))
 
 
 def test_section_settings_override_defaults_in_order():
@@ -235,9 +236,9 @@ def test_options_are_stored_on_both_sides_where_set():
         """)
     frontend, backend = config.frontends[0], config.backends["be"]
     assert (frontend.forwardfor, frontend.splice_request, frontend.splice_response) == (
-        True, True, False)
+        ForwardFor(), True, False)
     assert (backend.forwardfor, backend.splice_request, backend.splice_response) == (
-        False, False, True)
+        None, False, True)
 
 
 def test_frontend_takes_client_side_timeouts_backend_server_side():
@@ -296,10 +297,10 @@ def test_listen_becomes_frontend_and_backend_of_the_same_name():
             server s1 127.0.0.1:8080
         """)
     assert config.frontends == (Frontend(
-        "lb", "http", (Bind("", 80, "site.cfg", 3),), "lb", maxconn=50, forwardfor=True,
+        "lb", "http", (Bind("", 80, "site.cfg", 3),), "lb", maxconn=50, forwardfor=ForwardFor(),
         file="site.cfg", line=1),)
     assert config.backends == {"lb": Backend(
-        "lb", "http", balance="leastconn", forwardfor=True,
+        "lb", "http", balance="leastconn", forwardfor=ForwardFor(),
         servers=(Server("s1", "127.0.0.1", 8080, file="site.cfg", line=7),),
         file="site.cfg", line=1)}
 

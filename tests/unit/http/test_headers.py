@@ -110,3 +110,23 @@ def test_set_framing_length_rewrites_the_first_content_length_and_drops_the_othe
 def test_set_framing_length_without_content_length_appends_one():
     from splicer.http.headers import set_framing
     assert set_framing([(b"X", b"1")], "length", 12) == [(b"X", b"1"), (b"Content-Length", b"12")]
+
+
+def test_append_forwarded_for_under_another_name_and_if_none():
+    h = [(b"Host", b"a"), (b"x-client", b"203.0.113.9")]
+    assert append_forwarded_for(h, "192.0.2.1", b"X-Real") == [*h, (b"X-Real", b"192.0.2.1")]
+    assert append_forwarded_for(h, "192.0.2.1", b"X-Client", if_none=True) is h  # (one is there, any case)
+    assert append_forwarded_for(h, "192.0.2.1", b"X-Real", if_none=True) == [*h, (b"X-Real", b"192.0.2.1")]
+    assert append_forwarded_for(h, "192.0.2.1", b"X-Client") == [*h, (b"X-Client", b"192.0.2.1")]
+
+
+def test_in_networks_of_option_forwardfor_except():
+    import ipaddress
+    from splicer.http.headers import in_networks
+    nets = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("2001:db8::/32"))
+    assert in_networks("127.0.0.1", nets) and in_networks("127.255.255.255", nets)
+    assert not in_networks("128.0.0.1", nets) and not in_networks("126.255.255.255", nets)
+    assert in_networks("2001:db8::7", nets) and not in_networks("2001:db9::7", nets)
+    assert in_networks("::ffff:127.0.0.2", nets)  # an IPv4 client on an IPv6 listener
+    assert not in_networks("::ffff:10.0.0.2", nets)
+    assert not in_networks("not an address", nets) and not in_networks("127.0.0.1", ())

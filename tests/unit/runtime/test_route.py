@@ -290,3 +290,23 @@ def test_set_method_into_or_out_of_head_is_refused():
     # a CONNECT (both refused as rewrites)
     assert [decide(b"GET", b"head"), decide(b"HEAD", b"get"), decide(b"GET", b"connect"),
             decide(b"HEAD", b"head")] == [(400, None), (400, None), (400, None), "a"]
+
+
+def test_option_forwardfor_arguments_merge_as_haproxy_does():
+    """haproxy 2.6 http_process_request: the backend's name wins when it has the option;
+    either proxy's except network counts; if-none holds when every option says it."""
+    import ipaddress
+    plain = r(frontend="    option forwardfor")
+    assert (plain.forwardfor, plain.xff_header, plain.xff_except, plain.xff_if_none, plain.xff_plain) == (
+        True, b"X-Forwarded-For", (), False, True)
+    assert (r().forwardfor, r().xff_for("192.0.2.1")) == (False, None)
+    both = r(frontend="    option forwardfor header X-A except 10.0.0.0/8 if-none",
+             backend="    option forwardfor header X-B except 192.0.2.0/24")
+    assert both.xff_header == b"X-B" and not both.xff_if_none and not both.xff_plain
+    assert both.xff_except == (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("192.0.2.0/24"))
+    assert [both.xff_for(ip) for ip in ("10.1.2.3", "192.0.2.9", "198.51.100.1", None)] == [
+        None, None, "198.51.100.1", None]
+    assert r(frontend="    option forwardfor header X-A").xff_header == b"X-A"
+    assert r(backend="    option forwardfor if-none").xff_if_none
+    assert r(frontend="    option forwardfor if-none", backend="    option forwardfor if-none").xff_if_none
+    assert not r(defaults="    option forwardfor", backend="    option forwardfor if-none").xff_if_none
