@@ -30,7 +30,7 @@ from splicer.config.units import parse_seconds, parse_size, parse_time
 from splicer.health.observe import MODES as OBSERVE_MODES, ON_ERROR
 from splicer.http.acl import AclError, parse_acl, parse_condition
 from splicer.http.persist import MODES as COOKIE_MODES, CookiePolicy
-from splicer.http.rules import RuleError, parse_rule
+from splicer.http.rules import FRAMING_FIELDS, RuleError, parse_rule
 from splicer.http.sample import SampleError, parse_name_format
 from splicer.http.service import StatsAdmin
 from splicer.http.userlist import UserlistError, parse_group, parse_user
@@ -1226,6 +1226,9 @@ def _parse_forwardfor(ctx: Context, args: Sequence[str]) -> None:
             else:
                 if not _FIELD_NAME.match(value):
                     raise ArgError(f"'option forwardfor header' expects a field name, not '{value}'")
+                if value.lower().encode("ascii") in FRAMING_FIELDS:
+                    raise ArgError(f"'option forwardfor header {value}': splicer writes that field itself "
+                                   "(message framing or connection management)")
                 header = value.encode("ascii")
             i += 2
         elif arg == "if-none":

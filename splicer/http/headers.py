@@ -130,12 +130,11 @@ def append_forwarded_for(headers: Headers, client_ip: str, name: bytes = b"X-For
 
 def in_networks(address: str, networks: tuple) -> bool:
     """Whether the address `address` (text) is in one of `networks` (ipaddress networks:
-    `option forwardfor except`); an IPv4-mapped IPv6 address counts as its IPv4 one."""
+    `option forwardfor except`). As haproxy 2.6 compares them, an IPv4 client on an IPv6
+    listener (``::ffff:a.b.c.d``) is in an IPv6 network only (``::ffff:0:0/96``), not in
+    an IPv4 one."""
     ip = _address(address)
-    if ip is None:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return any(ip in net or (mapped is not None and mapped in net) for net in networks)
+    return ip is not None and any(ip in net for net in networks)
 
 
 @functools.lru_cache(maxsize=1024)

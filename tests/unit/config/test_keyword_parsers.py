@@ -474,6 +474,10 @@ def test_forwardfor_arguments_are_read_pairwise():
         "'option forwardfor except' expects a network (address[/mask]), not '10.0.0.300/8'")
     assert error_of(kw._parse_forwardfor, ["header", "X:Y"], kind="frontend") == (
         "'option forwardfor header' expects a field name, not 'X:Y'")
+    for framing in ("Content-Length", "transfer-encoding", "Connection", "TE", "Upgrade"):
+        assert error_of(kw._parse_forwardfor, ["header", framing], kind="frontend") == (
+            f"'option forwardfor header {framing}': splicer writes that field itself "
+            "(message framing or connection management)")
     assert error_of(kw._parse_forwardfor, ["if-nothing"], kind="frontend").startswith(
         "'option forwardfor': unknown argument 'if-nothing'")
 
