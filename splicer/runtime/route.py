@@ -154,12 +154,13 @@ def route_of(g: Global, fe: Frontend, be: Backend) -> Route:
     if tunnel is None:
         known = [t for t in (t_fe.client, t_be.server) if t is not None]
         tunnel = max(known) if known else None
+    xffs = [f for f in (fe.forwardfor, be.forwardfor) if f]  # (model.ForwardFor of each proxy that has one)
     return Route(
         frontend=fe.name, backend=be.name, bufsize=g.bufsize, maxhdr=g.maxhdr,
         forwardfor=bool(fe.forwardfor or be.forwardfor), forwarded=be.forwarded,
-        xff_header=(be.forwardfor or fe.forwardfor).header if (fe.forwardfor or be.forwardfor) else b"X-Forwarded-For",
-        xff_except=tuple(f.except_net for f in (fe.forwardfor, be.forwardfor) if f and f.except_net is not None),
-        xff_if_none=all(f.if_none for f in (fe.forwardfor, be.forwardfor) if f) and bool(fe.forwardfor or be.forwardfor),
+        xff_header=(be.forwardfor or fe.forwardfor).header if xffs else b"X-Forwarded-For",
+        xff_except=tuple(f.except_net for f in xffs if f.except_net is not None),
+        xff_if_none=bool(xffs) and all(f.if_none for f in xffs),
         http_buffer_request=bool(fe.http_buffer_request or be.http_buffer_request),
         abortonclose=bool(be.abortonclose),
         errorpages=MappingProxyType(dict(fe.errorfiles) | dict(be.errorfiles)),
