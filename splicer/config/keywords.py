@@ -781,8 +781,10 @@ def _parse_balance(ctx: Context, args: Sequence[str]) -> None:
             raise ArgError(f"'balance random': the number of draws must be an integer, got '{draws}'")
         else:
             n = int(draws)
-            if not 1 <= n <= MAX_INT:
+            if n < 1:
                 raise ArgError(f"'balance random': the number of draws must be at least 1, got {n}")
+            if n > MAX_INT:
+                raise ArgError(f"'balance random': the number of draws must be at most {MAX_INT}, got {n}")
         _no_extra(f"balance {algo}", args, 1)
         algo, value = "random", Balance("random", draws=n)
     elif algo.startswith("random("):

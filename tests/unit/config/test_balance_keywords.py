@@ -71,6 +71,7 @@ def test_balance_forms(line, balance, args):
     ("balance hdr(a/b)", "'balance hdr()': invalid header field name 'a/b'"),
     ("balance hdr(host) domain", "'balance hdr(host)' only accepts the 'use_domain_only' modifier (got 'domain')"),
     ("balance random(0)", "'balance random': the number of draws must be at least 1, got 0"),
+    ("balance random(3000000000)", "'balance random': the number of draws must be at most 2147483647, got 3000000000"),
     ("balance random(x)", "'balance random': the number of draws must be an integer, got 'x'"),
     ("balance random(2", "'balance random(2': missing closing parenthesis"),
     ("balance hash req.cookie(id)", f"balance algorithm 'hash' is not supported ({S})"),
