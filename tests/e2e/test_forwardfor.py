@@ -12,16 +12,9 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import KeepAliveOrigin, free_port, recv_exactly
+from tests.e2e.helpers import RULES_DEFAULTS, KeepAliveOrigin, free_port, recv_exactly
 
-CONFIG = """
-global
-    nbthread 1
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 10s
-    timeout server 10s
+CONFIG = RULES_DEFAULTS + """
 frontend www
     bind 127.0.0.1:{port}
 {fe}

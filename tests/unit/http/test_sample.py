@@ -105,6 +105,12 @@ def test_types_and_implied_methods(expr, type_, method, derivative):
     ("src,lower", "converter 'lower' expects a string, 'src' gives ip"),
     ("urlp(a,b,c)", "fetch 'urlp': third argument must be 'i', got 'c'"),
     ("req.body_announced", "unknown fetch method 'req.body_announced'"),
+    ("str(a,b)", "fetch 'str' expects one argument: str(<value>)"),
+    ("int()", "fetch 'int' expects one argument: int(<value>)"),
+    ("bool(yes)", "fetch 'bool': 'yes' is not 0, 1, true or false"),
+    ("var()", "fetch 'var' expects a variable: var(<scope>.<name>[,<default>])"),
+    ("hdr_cnt(accept,1)", "fetch 'hdr_cnt' takes at most 1 argument(s)"),
+    ("req.fhdr_cnt(accept,1)", "fetch 'req.fhdr_cnt' takes at most 1 argument(s)"),
 ])
 def test_bad_fetches(expr, message):
     with pytest.raises(SampleError) as exc:
