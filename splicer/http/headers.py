@@ -133,12 +133,15 @@ def in_networks(address: str, networks: tuple) -> bool:
     `option forwardfor except`). As haproxy 2.6 compares them, an IPv4 client on an IPv6
     listener (``::ffff:a.b.c.d``) is in an IPv6 network only (``::ffff:0:0/96``), not in
     an IPv4 one."""
-    ip = _address(address)
+    ip = address_of(address)
     return ip is not None and any(ip in net for net in networks)
 
 
-@functools.lru_cache(maxsize=1024)
-def _address(text: str):
+@functools.lru_cache(maxsize=4096)
+def address_of(text: str):
+    """The ipaddress object of the address `text`, or None; memoized (a client's address
+    repeats for each request of its connection, and parsing it costs more than what reads it:
+    ACLs, `option forwardfor except`)."""
     try:
         return ipaddress.ip_address(text)
     except ValueError:

@@ -47,7 +47,6 @@ HTTP samples (Layer 7)"):
 """
 from __future__ import annotations
 
-import ipaddress
 import operator
 import re
 from collections.abc import Callable
@@ -55,6 +54,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from splicer.http.framing import BodyKind
+from splicer.http.headers import address_of as _address
 from splicer.http.normalize import canonical_host, rule_path
 from splicer.http.userlist import auth_scheme, basic_credentials
 
@@ -274,16 +274,6 @@ def request_view_of(req, raw: bytes, src: str = "", src_port: int = 0, dst: str 
 
 _new = object.__new__
 _EMPTY: list = []  # shared, never changed
-
-
-@lru_cache(maxsize=4096)
-def _address(text: str):
-    """The ipaddress object of `text`, or None; memoized (a client's address repeats for
-    each request of its connection, and parsing it costs more than the ACLs that read it)."""
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
