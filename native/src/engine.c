@@ -1574,14 +1574,21 @@ static void spl_xrelease(struct spl_engine *e, struct spl_slot *s)
 }
 
 /* The express request of slot s was relayed whole (spl_chain, whose completion d becomes
- * its credit's SPL_X_DONE): the request and response heads' buffers go back (Python needs
- * only the status and sizes), the server connection goes back with the completion. */
+ * its credit's SPL_X_DONE): the response head's buffer goes back (Python needs only the
+ * status and sizes), and the request head's too, unless the access log wants it
+ * (SPL_RELAY_XLOG: the completion carries it); the server connection goes back with the
+ * completion. */
 static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done *d)
 {
-	if (s->qbuf != -1) {
-		e->hfree[e->nhfree++] = s->qbuf;
+	int32_t req = s->qbuf;
+
+	if (req != -1) {
 		s->qbuf = -1;
 		e->xheld--;
+		if (!(s->xflags & SPL_RELAY_XLOG)) {
+			e->hfree[e->nhfree++] = req;
+			req = -1;
+		}
 	}
 	d->id = s->xc.id;
 	d->xkind = SPL_X_DONE;
@@ -1594,8 +1601,9 @@ static void spl_xdone(struct spl_engine *e, struct spl_slot *s, struct spl_done 
 			d->relay_flags |= SPL_RELAY_SERVER_CLOSE;
 		e->hfree[e->nhfree++] = d->head_buf;
 	}
-	d->head_buf = -1;
-	d->head_len = 0;
+	d->head_buf = req; /* (the caller gives it back: spl_hbuf_release; a credit counts as a
+			    * job until its completion is reaped, and a job may hold one buffer) */
+	d->head_len = req != -1 ? s->qlen : 0;
 	spl_xrelease(e, s);
 }
 

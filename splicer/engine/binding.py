@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 14
+ABI = 15
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -511,8 +511,9 @@ class EngineHandle:
         the head; a JOB_RELAY job's `relayed` the bytes of the response head it forwarded (0:
         none; then `head` is that response head), `relay_flags` RELAY_SPLICED, `relay_ms` the
         ms from that head's end to the completion; then the express lane's `xkind` (X_*: 0
-        for a job's completion), `xstatus`, `xreq` and `xother` (struct spl_done). Each head
-        buffer is copied out and given back to the engine here."""
+        for a job's completion), `xstatus`, `xreq` and `xother` (struct spl_done); a
+        credit's X_DONE under RELAY_XLOG has its request head as `head`, without index. Each
+        head buffer is copied out and given back to the engine here."""
         out = []
         d = self._done
         e = self._e
@@ -525,7 +526,7 @@ class EngineHandle:
                 if hb >= 0:
                     head = ffi.unpack(self._hbufs[hb], hlen)
                     ix = self._hidx[hb]
-                    if ix[0] == H1_OK:
+                    if ix[0] == H1_OK and xkind != X_DONE:  # (an X_DONE's request head: its line only)
                         index = ffi.unpack(ix, H1_HDR_WORDS + H1_FIELD_WORDS * ix[2])
                     lib.spl_hbuf_release(e, hb)
                 out.append((job_id, fwd, rev, res, how, side, phase, head, info, index, more, relayed, rflags, rms,
@@ -603,6 +604,7 @@ RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT
 RELAY_KEEP_ALIVE = lib.SPL_RELAY_KEEP_ALIVE
 RELAY_EXPRESS = lib.SPL_RELAY_EXPRESS
 RELAY_XFF = lib.SPL_RELAY_XFF
+RELAY_XLOG = lib.SPL_RELAY_XLOG
 RELAY_SERVER_CLOSE = lib.SPL_RELAY_SERVER_CLOSE
 X_NONE, X_DONE, X_UNUSED, X_DEAD, X_HANDOVER, X_WANT, X_CLOSED = (
     lib.SPL_X_NONE, lib.SPL_X_DONE, lib.SPL_X_UNUSED, lib.SPL_X_DEAD, lib.SPL_X_HANDOVER, lib.SPL_X_WANT,

@@ -111,6 +111,7 @@ class Completion(NamedTuple):
         phase: the phase the job ended in; Phase.END when all of them completed.
         head: the bytes the head phase read: the whole head when the job is DONE, else
             those read before it ended (end of stream, timeout); None when it read none.
+            A credit's X_DONE: the request head, when the lane logs (RELAY_XLOG), else None.
         first_line: TOO_LARGE only: not even the head's first line ended within the limit.
         index: the engine's index of a whole `head` when its tokenizer accepted it (a list
             of ints, binding.h1_index; what h1.parse_request/parse_response take), else None.

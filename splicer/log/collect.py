@@ -213,6 +213,37 @@ def httplog_fields(st, logger, now: float) -> tuple:
             line)
 
 
+def express_fields(s, fe, be, srv, c, t_head: float, logger, now: float) -> tuple:
+    """httplog_fields of a request the engine's express lane served whole (runtime/express.py),
+    from its credit's X_DONE completion `c` (its `head`: the request head, binding.RELAY_XLOG),
+    at loop time `now`: a later request of the client connection `s` (HttpSession), sent by
+    frontend `fe` on an idle connection of server `srv` of backend `be` lent as its head came
+    (loop time `t_head`). Its timers are what a stream of that request would show (8.4): TR
+    and Tc 0 (not the connection's first request; a reused connection), Tw 0 (its connection
+    was lent at once), Tr from the head to the response head's end (the engine's relay_ms
+    before `now`), Ta from the head to `now`. Logged after its connection went back, as a
+    stream's (bc, sc)."""
+    logger.count += 1
+    peer = s.log_peer
+    if peer is None:
+        peer = s.log_peer = f"{s.client_ip}:{s.client_port}"
+    names = logger.names.get(srv)
+    if names is None:
+        names = logger.name_of(fe, be, srv)
+    date = logger.dates.get(t_head)
+    if date is None:
+        date = logger.date_of(t_head)
+    raw = c.head or b""
+    line = _HEAD_LINES.get(raw)
+    if line is None:
+        line = _head_line(raw)
+    active = be.balancer.active
+    Tr = int((now - c.relay_ms / 1000.0 - t_head) * 1000.0 + 0.5)
+    return (peer, date, names, 0, 0, 0, Tr if Tr > 0 else 0, int((now - t_head) * 1000.0 + 0.5),
+            c.xstatus, c.relayed + c.bytes_fwd, "----", fe.proxy.active, fe.active, sum(active),
+            active[srv.index], "", 0, len(be.waiting), line)
+
+
 _HEAD_LINES: dict[bytes, str] = {}
 """Head bytes -> the escaped request line httplog_fields shows: a head that comes again
 (its hash computed already by the forwarded-head memo, h1.forwarded_request) is one

@@ -19,7 +19,8 @@ import logging
 import os
 import time
 
-from splicer.log.collect import HTTPLOG_FIELDS, HTTPLOG_LINE, NOSRV, httplog_fields, refused_record, stream_record
+from splicer.log.collect import (HTTPLOG_FIELDS, HTTPLOG_LINE, NOSRV, express_fields, httplog_fields, refused_record,
+                                 stream_record)
 from splicer.log.format import LogFormat, _date
 from splicer.log.record import LogRecord
 from splicer.log.syslog import INFO, Framer
@@ -212,6 +213,18 @@ class Logger:
                 self.hub.queue_drops += 1
                 return
             q.append(stream_record(st, self, self.loop.time()))
+        if self._timer is None:
+            self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
+
+    def express(self, session, fe, be, srv, c, t_head: float) -> None:
+        """Log a request the express lane served whole (collect.express_fields: its credit's
+        X_DONE `c`, its head in at loop time `t_head`), as `option httplog` logs its stream;
+        the lane takes a frontend with a logger only when its format is that (`fast`)."""
+        f = self.fields
+        if len(f) >= _MAX_FIELDS:
+            self.hub.queue_drops += 1
+            return
+        f += express_fields(session, fe, be, srv, c, t_head, self, self.loop.time())
         if self._timer is None:
             self._timer = self.loop.call_later(FLUSH_DELAY, self.flush)
 

@@ -28,7 +28,9 @@ Which frontends have a lane (lane_of()): `mode http`, a default backend and no r
 decides per request (no Switching), no http-response rule, and http-request header rules
 only where the engine makes them itself (http/rules.py plain_edits(): set-header,
 add-header and del-header without condition, with literal, `src` and `req.hdr()` values),
-no access log, no `option forwarded`, no `option forwardfor` but its plain form (an IPv4
+no access log but `option httplog` without captures (then each request's X_DONE brings its
+head and is logged as its stream would be, log/collect.py express_fields; a connection's
+first request goes the stream's way, which times its accept and connect), no `option forwarded`, no `option forwardfor` but its plain form (an IPv4
 `except` network aside: its clients' sessions are armed without X-Forwarded-For),
 no `option abortonclose`; a backend balanced by `roundrobin` (no key, and no decision by
 the connections in use; a pick that found no idle connection is taken back,
@@ -47,7 +49,7 @@ from __future__ import annotations
 import errno
 import os
 
-from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, X_BACKENDS, X_DONE, X_HANDOVER, X_UNUSED
+from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, RELAY_XLOG, X_BACKENDS, X_DONE, X_HANDOVER, X_UNUSED
 from splicer.engine.engine import JobEnd, Phase
 from splicer.http.machine import keep_alive_terms
 from splicer.http.rules import plain_edits
@@ -75,8 +77,8 @@ class ExpressLane:
     """
 
     __slots__ = ("index", "fe", "be", "engine", "inflight", "handed", "adopting", "flags", "maxhdr",
-                 "requests", "handovers", "refused", "lends", "connects", "_terms", "_first_floor", "_closed",
-                 "_no_xff")
+                 "requests", "handovers", "refused", "lends", "connects", "logger", "_terms", "_first_floor",
+                 "_closed", "_no_xff")
 
     def __init__(self, index: int, fe, be, engine) -> None:
         self.index = index
@@ -86,7 +88,10 @@ class ExpressLane:
         self.inflight: set = set()
         self.handed: dict = {}
         self.adopting = None
-        self.flags = RELAY_EXPRESS | (RELAY_XFF if fe.route.forwardfor else 0)
+        # `option httplog` (Logger.fast): each request's X_DONE brings its head, for its line
+        self.logger = fe.logger
+        self.flags = (RELAY_EXPRESS | (RELAY_XFF if fe.route.forwardfor else 0)
+                      | (RELAY_XLOG if fe.logger is not None else 0))
         # `option forwardfor except`: (network, mask) of each IPv4 network whose clients get none
         self._no_xff = tuple((int(n.network_address), int(n.netmask)) for n in fe.route.xff_except)
         self.maxhdr = fe.route.maxhdr
@@ -95,8 +100,10 @@ class ExpressLane:
         self.refused = 0
         self.lends = 0
         self.connects = 0
-        # a connection's first head takes the lane too when its response would be relayed
-        self._terms = keep_alive_terms(be.policy.retry_on, fe.route.splice_response)
+        # a connection's first head takes the lane too when its response would be relayed (and
+        # no access log wants its accept-to-head and connect timers: the stream path has them)
+        self._terms = None if fe.logger is not None else keep_alive_terms(be.policy.retry_on,
+                                                                           fe.route.splice_response)
         self._first_floor = be.reuse_floor(True)  # http-reuse: None: a first request opens its own
         self._closed = False
 
@@ -149,6 +156,8 @@ class ExpressLane:
             lease = None
         if lease is not None:
             credit = _Credit(self, lease, session, head_id)
+            if self.logger is not None:
+                credit.t_head = self.fe.loop.time()
             if self.engine.credit(head_id, session.sock, lease.sock, credit) is not None:
                 self._busy(session, lease, credit)
                 self.lends += 1
@@ -201,6 +210,9 @@ class ExpressLane:
                 be.credit_connected(lease)
             record_express(self.fe.counters, be.counters, lease.server.counters, c, lease.reused)
             be.credit_back(lease, not c.xclose, True)  # (a response that said close: the server closes it)
+            if self.logger is not None:  # (after its connection went back, as a stream logs)
+                session.t_idle = self.fe.loop.time()
+                self.logger.express(session, self.fe, be, lease.server, c, credit.t_head)
         elif kind == X_UNUSED:  # its head job was over
             be.credit_back(lease, not new, False)  # (a new one may not even be connected)
             be.balancer.unpick(lease.server.index, self.fe.loop.time())  # its turn was not used
@@ -233,7 +245,7 @@ class _Credit:
     head job (`head_id`), and the errno of a new connection's connect() that failed at once
     (0: none)."""
 
-    __slots__ = ("lane", "lease", "session", "head_id", "err")
+    __slots__ = ("lane", "lease", "session", "head_id", "err", "t_head")
 
     def __init__(self, lane: ExpressLane, lease, session, head_id: int, err: int = 0) -> None:
         self.lane = lane
@@ -241,6 +253,7 @@ class _Credit:
         self.session = session
         self.head_id = head_id
         self.err = err
+        self.t_head = 0.0  # loop time its head came (ExpressLane.want), when the lane logs
 
     def __call__(self, c) -> None:
         self.lane.ended(self, c)
@@ -263,7 +276,7 @@ def lane_of(fe, index: int, engine) -> ExpressLane | None:
         return None
     r, be = fe.route, fe.backend
     m = be.model
-    if (fe.logger is not None or r.response_rules or r.forwarded or r.abortonclose or be.hashes
+    if ((fe.logger is not None and not fe.logger.fast) or r.response_rules or r.forwarded or r.abortonclose or be.hashes
             or not r.xff_plain or any(n.version != 4 for n in r.xff_except)
             or be.sticky or be.observes_responses or be.reuse == "never" or m.balance != "roundrobin"
             or any(s.maxconn for s in m.servers) or m.mode != "http"):

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tests.e2e.helpers import KeepAliveOrigin, free_port, recv_exactly
+from tests.e2e.test_access_log import HTTPLOG, lines_of
 
 CONFIG = """
 global
@@ -183,6 +184,53 @@ def test_the_express_lane_serves_and_counts_as_the_stream_path(start_splicer, tw
             assert b == b"%x\r\n%s\r\n0\r\n\r\n" % (len(want), want)
         else:
             assert b == want, req
+
+
+def test_an_httplog_frontend_takes_the_lane_and_logs_as_the_stream_path(start_splicer, two, tmp_path):
+    """`option httplog` (no capture) leaves the lane open: the same requests with and
+    without it give the same answers, counters and access log lines, field for field but
+    the date, the client port and the timers (which are the machine's), and the timers
+    of each line are those of one request served at once (no wait, no connect: a reused
+    connection). A connection's first request goes the stream's way."""
+    results, stats, express, logs = {}, {}, {}, {}
+    n = len(REQUESTS) * 3
+    for mode in ("off", "on"):
+        port = free_port()
+        path = tmp_path / f"access-{mode}.log"
+        cfg = config(port, two).replace("    default_backend farm\n",
+                                         f"    default_backend farm\n    option httplog\n"
+                                         f"    log file@{path} format raw daemon\n")
+        sp = start_splicer(cfg, [port], env={"SPLICER_EXPRESS": mode})
+        results[mode] = run_session(port, REQUESTS)
+        settle(sp)
+        stats[mode] = counters(sp)
+        express[mode] = sp.stats().get("express", {})
+        logs[mode] = lines_of(path, n, " www ")
+        sp.stop()
+    assert [h for h, _ in results["on"]] == [h for h, _ in results["off"]]
+    assert stats["on"] == stats["off"]
+    assert express["off"] == {}
+    lane = express["on"]["www"]
+    # each connection's /b, /c, /d, /q and /g: not its first, nor /chunked (handed over: its
+    # response is not for the engine), /p (after it: a response the stream sent arms nothing)
+    # and /e%20f (its target)
+    assert (lane["requests"], lane["handovers"], lane["connects"]) == (15, 3, 0)
+
+    def fields(line: str) -> tuple:
+        m = HTTPLOG.match(line)
+        assert m is not None, line
+        d = m.groupdict()
+        timers = [int(d[k]) for k in ("TR", "Tw", "Tc", "Tr", "Ta")]
+        assert min(timers) >= 0 and timers[3] <= timers[4], line  # (every request had its answer)
+        return tuple(v for k, v in d.items() if k not in ("cp", "tr", "TR", "Tw", "Tc", "Tr", "Ta"))
+
+    assert sorted(map(fields, logs["on"])) == sorted(map(fields, logs["off"]))
+    assert len({fields(ln)[-1] for ln in logs["on"]}) == len(REQUESTS)  # (each request line thrice)
+    for line in logs["on"]:
+        d = HTTPLOG.match(line).groupdict()
+        if d["r"].startswith(("GET /chunked", "GET /e%20f")):
+            continue
+        assert (d["Tw"], d["Tc"]) == ("0", "0") or "GET /a" in d["r"], line
 
 
 def test_the_origin_gets_the_head_the_stream_path_sends(start_splicer, two):

@@ -14,7 +14,8 @@ import errno
 import socket
 
 from splicer.engine import binding
-from splicer.engine.binding import (JOB_RELAY, JOB_SKIP_EMPTY, RELAY_EXPRESS, RELAY_XFF, UNTIL_EOF, X_CLOSED,
+from splicer.engine.binding import (JOB_RELAY, JOB_SKIP_EMPTY, RELAY_EXPRESS, RELAY_XFF, RELAY_XLOG, UNTIL_EOF,
+                                    X_CLOSED,
                                     X_DEAD, X_DONE, X_HANDOVER, X_UNUSED, X_WANT)
 from splicer.engine.engine import JobEnd, Phase, ms
 from splicer.http import h1
@@ -67,12 +68,12 @@ class Lender:
             self.ended.append(c)
 
 
-def first_head(e, cli, socks=(), xff=True, status_max=599) -> Lender:
+def first_head(e, cli, socks=(), xff=True, status_max=599, flags=0) -> Lender:
     """Submit a head-only job on the client socket armed for the express lane from its own
-    head on (a connection's first request); returns its Lender."""
+    head on (a connection's first request), with relay `flags` besides; returns its Lender."""
     lender = Lender(e, None, cli, socks)
     relay = (status_max, cli.fileno(), e.gen(cli), 5000, ms(5.0), ms(5.0),
-             RELAY_EXPRESS | (RELAY_XFF if xff else 0), UNTIL_EOF, XB, ADDR, 101, 0)
+             RELAY_EXPRESS | (RELAY_XFF if xff else 0) | flags, UNTIL_EOF, XB, ADDR, 101, 0)
     lender.head_id = e.submit(cli.fileno(), -1, 0, JOB_SKIP_EMPTY, 0, 5000, None, cli.fileno(), 5000, 5000, 4000,
                               src_gen=e.gen(cli), done=lender, relay=relay)[0]
     return lender
@@ -632,4 +633,34 @@ def test_a_new_connection_that_does_not_connect_in_time_is_handed_over_timed_out
             assert (n.xkind, n.head) == (X_HANDOVER, head)
             assert 0.25 < loop.time() - t0 < 3.0
             srv.close()
+    run(main())
+
+
+def test_under_xlog_each_done_carries_its_request_head_and_every_buffer_comes_back(net):
+    """RELAY_XLOG (a lane whose frontend logs): each credit's X_DONE brings the request head
+    as the client sent it (no index: the log wants its line only). Three times more
+    requests than the engine has head buffers go on one connection: a buffer kept by a
+    completion and never given back would stop the lane (its requests would go to the
+    caller) long before the last."""
+    cli, client = net.tcp()
+    origin, srv = net.tcp()
+    n = 48
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096, nbufs=16) as e:
+            lender = first_head(e, cli, [srv] * n, flags=RELAY_XLOG)
+            for k in range(n):
+                head = b"GET /%d?u=%s HTTP/1.1\r\nHost: x\r\nCookie: id=%d\r\n\r\n" % (k, b"v" * k, k * 7)
+                client.sendall(head)
+                want = forwarded(head)
+                assert await read_all(origin, len(want)) == want
+                origin.sendall(RESP + b"hello")
+                assert await read_all(client, len(RESP) + 5) == RESP + b"hello"
+                await until(lambda: len(lender.credits) == k + 1)
+                c = lender.credits[k]
+                assert (c.xkind, c.head, c.index, c.xreq, c.xstatus) == (X_DONE, head, None, len(head), 200)
+            assert lender.wants == n and not lender.ended
+            client.close()
+            await until(lambda: lender.ended)
+            assert e.stats().jobs_active == 0
     run(main())

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 14
+#define SPL_ENGINE_ABI 15
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -286,6 +286,8 @@ enum spl_relay_flag {
 	SPL_RELAY_XFF = 64,     /* job, with EXPRESS: express requests get `X-Forwarded-For: xaddr` */
 	SPL_RELAY_SERVER_CLOSE = 128, /* completion, a credit's SPL_X_DONE: the response said
 	                        * `Connection: close`: its server connection is not to be reused */
+	SPL_RELAY_XLOG = 256,   /* job, with EXPRESS: each express request's SPL_X_DONE carries
+	                        * its request head (head_buf, head_len), for the access log */
 };
 
 /* A completion, one per submitted job. */
@@ -337,8 +339,9 @@ struct spl_done {
  * a head whose edited form does not fit the buffer goes to the caller), reads and relays the response as SPL_JOB_RELAY does, and reads the
  * client's next head as the same head job. A credit ends in one completion (id: the
  * credit's, xkind): SPL_X_DONE, the request it served (xstatus, xreq, bytes_rev: its body,
- * relayed, bytes_fwd: the response's body, relay_flags: SPL_RELAY_SPLICED, and
- * SPL_RELAY_SERVER_CLOSE when the response said `Connection: close`); SPL_X_UNUSED, given back unused
+ * relayed, bytes_fwd: the response's body, relay_ms, relay_flags: SPL_RELAY_SPLICED, and
+ * SPL_RELAY_SERVER_CLOSE when the response said `Connection: close`; under SPL_RELAY_XLOG,
+ * head_buf and head_len: the request head as the client sent it, else no head); SPL_X_UNUSED, given back unused
  * (its head job was over); SPL_X_DEAD, found closed or out of step (the head goes to the
  * caller); SPL_X_HANDOVER, the request went out on it but its response needs the caller
  * (not relayable, a timeout, an error before or during the relay, a cancel of the head job
