@@ -6,7 +6,6 @@ rules, the conditions and the requests."""
 from __future__ import annotations
 
 import os
-import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -19,10 +18,8 @@ from splicer.runtime.decisions import MEMO_ENTRIES, PAUSE, PAY_HITS, PAY_WINDOW,
 from splicer.runtime.route import backend_names, switching_of
 from tests.unit.configs import HTTP_DEFAULTS
 
-_DIR = tempfile.mkdtemp(prefix="splicer-decisions-")
-MAP = os.path.join(_DIR, "hosts.map")
-with open(MAP, "w") as _f:
-    _f.write("# host backend\nadmin.example b1\nwww.a.b b2\nx.example app\nex.example. b1\n")
+MAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosts.map")  # (a fixed path: the same
+# test ids in every pytest-xdist worker)
 
 BASE = HTTP_DEFAULTS + """\
 userlist users
