@@ -100,6 +100,9 @@ defaults
     timeout server 30s
     timeout http-request 5s
     timeout http-keep-alive 5s
+    # (without it a check's timeout is `inter`, 100 ms in many tests: on a loaded machine a
+    # healthy origin's thread may answer later; the tests of check timeouts set their own)
+    timeout check 5s
 {extra_defaults}
 
 frontend www
