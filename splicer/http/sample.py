@@ -209,10 +209,19 @@ class RequestView:
         it (``url`` too, whose scheme and authority of an absolute-form target stay)."""
         if target == self.target:
             return
-        if self.url == self.target:
+        u = self.url
+        if u == self.target:
             self.url = target
-        elif self.url.endswith(self.target):
-            self.url = self.url[:len(self.url) - len(self.target)] + target
+        elif u.endswith(self.target):
+            self.url = u[:len(u) - len(self.target)] + target
+        else:  # an absolute-form target without a path (`http://h?q`: its target is `/?q`)
+            start = u.find(b"://") + 3
+            end = len(u)
+            for stop in (b"/", b"?"):
+                k = u.find(stop, start)
+                if 0 <= k < end:
+                    end = k
+            self.url = u[:end] + target
         self.target = target
         self._path = None
         self._raw, self._hk = None, b""
@@ -1140,7 +1149,7 @@ def load_map(path: str, base_dir: str, method: str) -> MapTable:
         raise SampleError(f"cannot read map file '{path}': {exc.strerror}") from None
     entries = []
     for n, line in enumerate(data.splitlines(), 1):
-        line = line.strip(b" \t\r")
+        line = line.strip(b" \t\r\x0b\x0c")  # (isspace(), as haproxy's pattern file reader skips)
         if not line or line.startswith(b"#"):
             continue
         parts = line.split(None, 1)

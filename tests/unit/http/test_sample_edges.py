@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from splicer.http.h1 import parse_request
-from splicer.http.sample import (BOOL, INT, STR, RequestView, internal_fetch, name_renderer,
+from splicer.http.sample import (BOOL, INT, STR, RequestView, internal_fetch, load_map, name_renderer,
                                  parse_fetch, parse_name_format, render_name, request_reads,
                                  request_view_of)
 
@@ -178,3 +178,25 @@ def test_a_name_on_fields_follows_a_rewritten_target():
 def test_what_a_fetch_reads_besides_the_head(expr, reads):
     assert parse_fetch(expr).reads == reads
     assert request_reads(expr.partition("(")[0]) == reads
+
+
+def test_a_rewritten_target_of_an_absolute_form_without_a_path_keeps_its_scheme_and_authority():
+    """`GET http://h.example?q=1` has the target `/?q=1`: a rewrite of it (normalize-uri,
+    set-path) is what `url` reads after the scheme and authority, as for any other
+    absolute-form target (haproxy rewrites the start line's URI)."""
+    v = view(b"/?q=1")
+    v.url = b"http://h.example?q=1"
+    v.set_target(b"//b?q=1")
+    assert (v.url, v.target) == (b"http://h.example//b?q=1", b"//b?q=1")
+    v = view(b"/a?q=1")
+    v.url = b"http://h.example/a?q=1"
+    v.set_target(b"/b?q=1")
+    assert v.url == b"http://h.example/b?q=1"
+
+
+def test_a_map_line_of_only_blanks_is_skipped_whatever_the_blank(tmp_path):
+    """A line holding only a vertical tab or a form feed is blank (isspace(), as haproxy's
+    pattern file reader): skipped, not a crash of the configuration's load."""
+    (tmp_path / "m.map").write_bytes(b"a 1\n\x0c\n\x0b \t\nb 2\n")
+    table = load_map("m.map", str(tmp_path), "str")
+    assert (table.lookup(b"a"), table.lookup(b"b"), table.lookup(b"\x0c")) == (b"1", b"2", None)
