@@ -1079,15 +1079,9 @@ def parse_condition(words: Sequence[str], base_dir: str = "", file: str = "", li
             terms.append([])
         elif w == "!":
             neg = not neg
-        elif w == "{":
-            depth, j = 1, i + 1
-            while j < len(rest):
-                if rest[j] == "{":
-                    depth += 1
-                elif rest[j] == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
+        elif w == "{":  # to the first "}": a "{" inside is a pattern (haproxy's parse_acl_cond)
+            j = i + 1
+            while j < len(rest) and rest[j] != "}":
                 j += 1
             if j >= len(rest):
                 raise AclError(f"missing '}}' in condition '{' '.join(words)}'")

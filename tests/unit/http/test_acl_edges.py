@@ -313,6 +313,16 @@ def test_condition_reads_the_addresses_its_fetches_read(words, reads):
     assert condition_reads(cond) == reads
 
 
+def test_an_anonymous_acl_ends_at_its_first_closing_brace():
+    """As haproxy's parse_acl_cond: `{` ... the first `}`; a `{` inside is a pattern, and a
+    `}` after the ACL is a stray one."""
+    cond = parse_condition(["if", "{", "path_beg", "{", "}"])
+    ((neg, expr),), = cond.terms
+    assert not neg and expr.patterns == (("{", False),)
+    with pytest.raises(AclError, match="unexpected '}' in condition"):
+        parse_condition(["if", "{", "path_beg", "{", "}", "}"])
+
+
 def test_condition_reads_cannot_tell_for_what_is_not_a_bound_condition():
     """An unbound name or an AnyOf: what it reads cannot be told (None)."""
     assert condition_reads(parse_condition(["if", "x"])) is None
