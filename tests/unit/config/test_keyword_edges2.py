@@ -11,25 +11,12 @@ when the tests are collected, before mutmut activates a mutant).
 import pytest
 
 from splicer.config import keywords as kw
-from splicer.config.keywords import ArgError, Context
+from splicer.config.keywords import ArgError
 from splicer.http.actions import StatusRule
 from splicer.http.normalize import NormalizeRule
+from tests.unit.config.test_keyword_edges import error_of, settings_of
 
 
-def ctx(kind="backend", name="be", file="site.cfg"):
-    return Context(kind, name, file, 7)
-
-
-def settings_of(parse, args, **kwargs):
-    c = ctx(**kwargs)
-    parse(c, list(args))
-    return c.settings
-
-
-def error_of(parse, args, **kwargs):
-    with pytest.raises(ArgError) as exc:
-        parse(ctx(**kwargs), list(args))
-    return str(exc.value)
 
 
 # --- exact messages of missing or extra arguments ----------------------------------------------
