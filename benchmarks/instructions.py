@@ -5,6 +5,7 @@ does not move (valgrind's callgrind counts instructions, not seconds).
     python benchmarks/instructions.py                          # this checkout, three loads
     python benchmarks/instructions.py --base /tmp/base         # and another checkout beside it
     python benchmarks/instructions.py --loads browser --requests 300,1500
+    python benchmarks/instructions.py --httplog                # the frontend with `option httplog`
 
 Wall-clock benchmarks on this shared machine swing by 15 % and more from one run to the next
 (benchmarks/ab.py: an A/A comparison of one checkout with itself gave 0.97 to 1.07), so a
@@ -162,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", help="another checkout (its engine built in place) measured beside this one")
     ap.add_argument("--loads", default="browser,post,close", help="comma-separated: browser, post, close")
     ap.add_argument("--requests", default="200,1000", help="the two request counts A,B (B > A)")
+    ap.add_argument("--httplog", action="store_true",
+                    help="the frontend logs: `option httplog` to a file (format raw)")
     args = ap.parse_args(argv)
     a, b = (int(x) for x in args.requests.split(","))
     if b <= a:
@@ -176,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = wd / "splicer.cfg"
         run.render("splicer.cfg", cfg, PORT=PORT, ORIGIN1_PORT=ORIGIN[0], ORIGIN2_PORT=ORIGIN[1])
+        if args.httplog:
+            text = cfg.read_text()
+            cfg.write_text(text.replace("    default_backend farm\n", "    default_backend farm\n    option httplog\n"
+                                        f"    log file@{wd}/access.log format raw daemon\n", 1))
         results: dict[tuple[str, str], float] = {}
         for load in loads:
             for name, path in checkouts:
