@@ -11,7 +11,7 @@ import pytest
 from splicer.http.actions import PAYLOAD_MAX, merge_runs, parse_action, reply
 from splicer.http.h1 import parse_request
 from splicer.http.logformat import StreamInfo
-from splicer.http.machine import Finish, Release, Reply, Respond, StreamMachine
+from splicer.http.machine import Finish, RelayTerms, Release, Reply, Respond, StreamMachine, keep_alive_terms
 from splicer.http.outcome import End, Result
 from splicer.http.retry import RetryPolicy
 from splicer.http.rules import Message, RuleError, parse_rule
@@ -220,3 +220,12 @@ def test_merge_runs_leaves_a_rule_outside_any_run_as_it_is():
     assert merged[0].action == "deny" and merged[0].cond is not rules[0].cond
     lone = (rules[0], rules[2])
     assert merge_runs(lone) is lone
+
+
+def test_keep_alive_terms_are_a_keep_alive_get_streams_relay_terms():
+    """keep_alive_terms (what arms a connection's first head on the express lane) are the
+    RelayTerms relay_terms() gives a keep-alive HTTP/1.1 GET under the same retry-on set
+    and response splice policy: the largest status relayed is below the first status
+    retry-on names."""
+    assert keep_alive_terms(frozenset(), SplicePolicy.AUTO) == RelayTerms(599, False, 32768)
+    assert keep_alive_terms(frozenset({503}), SplicePolicy.AUTO) == RelayTerms(502, False, 32768)
