@@ -30,8 +30,9 @@ only where the engine makes them itself (http/rules.py plain_edits(): set-header
 add-header and del-header without condition, with literal, `src` and `req.hdr()` values),
 no access log but `option httplog` without captures (then each request's X_DONE brings its
 head and is logged as its stream would be, log/collect.py express_fields; a connection's
-first request goes the stream's way, which times its accept and connect), no `option forwarded`, no `option forwardfor` but its plain form (an IPv4
-`except` network aside: its clients' sessions are armed without X-Forwarded-For),
+first request goes the stream's way, which times its accept and connect), no `option
+forwarded`, no `option forwardfor` but its plain form (an IPv4 `except` network aside: its
+clients' sessions are armed without X-Forwarded-For),
 no `option abortonclose`; a backend balanced by `roundrobin` (no key, and no decision by
 the connections in use; a pick that found no idle connection is taken back,
 RoundRobin.unpick), without persistence, `observe layer7` or servers with `maxconn`, with
