@@ -447,10 +447,12 @@ class Proxy:
             "log": self.logs.stats(),
             # the express lanes (runtime/express.py): requests the engine routed and relayed
             # by itself, those it handed back to a stream, those refused a credit, the
-            # credits lent now and so far, and of those the new connections
+            # credits lent now and so far, and of those the new connections; `streams`: the
+            # frontend's other requests (req_tot less `requests`), which went the stream's way
             "express": {lane.fe.name: {"requests": lane.requests, "handovers": lane.handovers,
                                        "refused": lane.refused, "credits": lane.lent, "lends": lane.lends,
-                                       "connects": lane.connects}
+                                       "connects": lane.connects,
+                                       "streams": lane.fe.counters.req_tot - lane.requests}
                         for lane in self.lanes},
         }
 

@@ -215,6 +215,7 @@ def test_an_httplog_frontend_takes_the_lane_and_logs_as_the_stream_path(start_sp
     # response is not for the engine), /p (after it: a response the stream sent arms nothing)
     # and /e%20f (its target)
     assert (lane["requests"], lane["handovers"], lane["connects"]) == (15, 3, 0)
+    assert lane["streams"] == n - 15 == stats["on"]["fe"]["req_tot"] - 15  # (the stream's way: the other 12)
 
     def fields(line: str) -> tuple:
         m = HTTPLOG.match(line)

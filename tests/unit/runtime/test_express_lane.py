@@ -53,6 +53,9 @@ def test_a_plain_frontend_gets_a_lane_with_x_forwarded_for():
     ("    http-request set-header X-A 1\n    http-request set-header X-B %[req.hdr(x-a)]",
      "    balance roundrobin", ""),  # (it reads the fields as received: not one a rule before set)
     ("    log stdout format raw local0", "    balance roundrobin", ""),      # an access log
+    ("    log stdout format raw local0\n    option httplog\n    capture request header Host len 20",
+     "    balance roundrobin", ""),                                    # httplog with a capture
+    ("    log stdout format raw local0\n    log-format \"%ci %r\"", "    balance roundrobin", ""),
     ("    http-request deny if { path /x }", "    balance roundrobin", ""),  # a rule that decides
     ("", "    balance leastconn", ""),                                     # counts connections in use
     ("", "    balance source", ""),                                        # a key
@@ -128,3 +131,15 @@ def test_no_socket_for_a_new_connection_takes_the_pick_back(monkeypatch):
     finally:
         p.engine.close()
         loop.close()
+
+
+def test_an_httplog_frontend_gets_a_lane_whose_requests_bring_their_heads():
+    """`option httplog` without a capture: a lane whose credits' X_DONE carry the request
+    head (RELAY_XLOG), and no first request of a connection on it (no relay terms to arm
+    its first head: the stream path times its accept and connect)."""
+    from splicer.engine.binding import RELAY_EXPRESS, RELAY_XFF, RELAY_XLOG
+    got = lane("    log stdout format raw local0\n    option httplog")
+    assert got is not None and got.flags == RELAY_EXPRESS | RELAY_XFF | RELAY_XLOG
+    assert got.logger is not None and got._terms is None
+    plain = lane()
+    assert plain.logger is None and plain._terms is not None
