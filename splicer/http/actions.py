@@ -48,6 +48,7 @@ import re
 from dataclasses import dataclass, replace
 
 from splicer.http import acl, errorpages
+from splicer.http.headers import TOKEN
 from splicer.http.normalize import NormalizeError, NormalizeRule
 from splicer.http.logformat import RuleError, parse_format, render
 
@@ -217,6 +218,8 @@ def parse_action(action: str, args: list[str], cond, base_dir: str = "", file: s
             if i + 2 >= len(args):
                 raise RuleError(f"'{what}': 'hdr' expects a name and a value")
             name = args[i + 1].encode("ascii", "replace")
+            if not TOKEN.match(name):
+                raise RuleError(f"'{what}': '{args[i + 1]}' is not a valid field name (RFC 9110 section 5.1)")
             if name.lower() in (b"content-length", b"transfer-encoding", b"connection"):
                 raise RuleError(f"'{what}': field '{args[i + 1]}' cannot be set (splicer writes the framing)")
             headers.append((name, parse_format(args[i + 2], side)))

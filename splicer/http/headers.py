@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 
 Headers = list[tuple[bytes, bytes]]
 """A header section: (name, value) pairs in wire order, names in the case the peer sent."""
+
+TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+"""A token (RFC 9110 section 5.6.2): a field name (5.1), a method (9.1)."""
 
 HOP_BY_HOP = frozenset({
     b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",

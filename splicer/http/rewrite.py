@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from splicer.http.headers import TOKEN
 from splicer.http.logformat import Message, RuleError, StreamInfo, parse_format, render
 from splicer.http.normalize import ambiguity
 
@@ -54,7 +55,6 @@ ACTIONS = (*SET_ACTIONS, *REPLACE_ACTIONS)
 """Every request-line rewrite of ``http-request``."""
 
 _TARGET = re.compile(rb"/[\x21-\x7e]*\Z")
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 section 5.6.2
 _BACKREF = re.compile(rb"\\([0-9])")
 
 
@@ -125,7 +125,7 @@ def valid_target(target: bytes, method: bytes) -> bool:
 def valid_method(method: bytes) -> bool:
     """True when `method` is an RFC 9110 token (section 9.1) other than CONNECT (which
     splicer, no forward proxy, refuses from clients too)."""
-    return _TOKEN.match(method) is not None and method.upper() != b"CONNECT"
+    return TOKEN.match(method) is not None and method.upper() != b"CONNECT"
 
 
 @dataclass(frozen=True)

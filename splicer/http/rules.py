@@ -50,7 +50,6 @@ Theory of operation (haproxy configuration.txt 4.2 "http-request", "http-respons
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 from splicer.http import acl, actions, rewrite, service, variables
@@ -91,7 +90,6 @@ FRAMING_FIELDS = frozenset({
 })
 """Fields no rule may set, add or delete (lower case)."""
 
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 section 5.6.2
 
 
 @dataclass(frozen=True)
@@ -192,7 +190,7 @@ def parse_rule(words: list[str], side: str, file: str = "", line: int = 0) -> He
         raise RuleError(f"'{keyword} {action}' expects exactly {want} argument(s): {action} {usage}"
                         + (" (quote a value that holds spaces)" if len(args) > want else ""))
     name = args[0].encode("ascii", "replace")
-    if not _TOKEN.match(name):
+    if not hdr.TOKEN.match(name):
         raise RuleError(f"'{args[0]}' is not a valid field name (RFC 9110 section 5.1)")
     if name.lower() in FRAMING_FIELDS:
         raise RuleError(f"'{args[0]}' cannot be rewritten: splicer writes the framing and "
