@@ -931,7 +931,7 @@ def remembered_by_head(fn: Callable[[RequestView], object]) -> Callable:
     def run(view):
         nonlocal n, filled, paused
         n += 1
-        if paused > n or view.response_fields is not None:
+        if paused >= n or view.response_fields is not None:
             return fn(view)
         hk = view._hk
         if hk is None:
