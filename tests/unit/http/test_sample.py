@@ -238,19 +238,26 @@ def test_a_dynamic_name_on_fields_is_remembered_by_the_head_without_its_query(ma
     assert len(name.memo) == 2
 
 
-def test_a_head_memo_that_does_not_pay_pauses():
+def head_memo():
+    """(remembered_by_head of a fetch of Host, the list of its calls, view(i): a request
+    whose Cookie is its own for each i)."""
     from splicer.http.h1 import parse_request
-    from splicer.http.sample import MEMO_SIZE, PAUSE_CALLS, remembered_by_head, request_view_of
+    from splicer.http.sample import remembered_by_head, request_view_of
     calls = []
 
     def fn(view):
         calls.append(1)
         return view.values(b"host")[0]
-    by_head = remembered_by_head(fn)
 
     def view(i: int):
         raw = b"GET / HTTP/1.1\r\nHost: h\r\nCookie: id=%d\r\n\r\n" % i
         return request_view_of(parse_request(raw), raw)
+    return remembered_by_head(fn), calls, view
+
+
+def test_a_head_memo_that_does_not_pay_pauses():
+    from splicer.http.sample import MEMO_SIZE, PAUSE_CALLS
+    by_head, calls, view = head_memo()
     for i in range(MEMO_SIZE + 1):  # a cookie of its own per request: every probe misses
         assert by_head(view(i)) == b"h"
     assert len(by_head.memo) == 1
@@ -258,6 +265,25 @@ def test_a_head_memo_that_does_not_pay_pauses():
         assert by_head(view(0)) == b"h"
     assert len(by_head.memo) == 1 and len(calls) == MEMO_SIZE + 101
     assert PAUSE_CALLS > 100
+
+
+def test_a_head_memo_that_did_not_pay_leaves_exactly_pause_calls_alone():
+    """PAUSE_CALLS: the calls that follow the one whose insert filled the memo without
+    paying are left alone (fn answers, nothing is kept), PAUSE_CALLS of them; the next
+    one is watched again (its head is kept, and the one after it is a hit)."""
+    from splicer.http.sample import MEMO_SIZE, PAUSE_CALLS
+    by_head, calls, view = head_memo()
+    for i in range(1, MEMO_SIZE + 2):  # every probe misses: the memo fills, does not pay
+        by_head(view(i))
+    again = view(0)
+    for _ in range(PAUSE_CALLS):
+        assert by_head(again) == b"h"
+    assert len(by_head.memo) == 1  # (the head that filled it) nothing kept while paused
+    by_head(again)  # watched again: kept
+    assert len(by_head.memo) == 2
+    n = len(calls)
+    by_head(again)
+    assert len(calls) == n  # a hit
 
 
 @pytest.mark.parametrize("expr, message", [

@@ -116,31 +116,3 @@ def test_source_key_of_an_address_is_that_address(source, value):
     v = view(src="192.0.2.7", src_port=40000, dst="10.0.0.1", dst_port=8080)
     assert source_key(source)(v) == value
 
-
-def test_a_head_memo_that_did_not_pay_leaves_exactly_pause_calls_alone():
-    """PAUSE_CALLS: the calls that follow the one whose insert filled the memo without
-    paying are left alone (fn answers, nothing is kept), PAUSE_CALLS of them; the next
-    one is watched again (its head is kept, and the one after it is a hit)."""
-    from splicer.http.h1 import parse_request
-    from splicer.http.sample import MEMO_SIZE, PAUSE_CALLS, remembered_by_head, request_view_of
-    calls = []
-
-    def fn(view):
-        calls.append(1)
-        return view.values(b"host")[0]
-    by_head = remembered_by_head(fn)
-
-    def view(i: int):
-        raw = b"GET / HTTP/1.1\r\nHost: h\r\nCookie: id=%d\r\n\r\n" % i
-        return request_view_of(parse_request(raw), raw)
-    for i in range(1, MEMO_SIZE + 2):  # every probe misses: the memo fills, does not pay
-        by_head(view(i))
-    again = view(0)
-    for _ in range(PAUSE_CALLS):
-        assert by_head(again) == b"h"
-    assert len(by_head.memo) == 1  # (the head that filled it) nothing kept while paused
-    by_head(again)  # watched again: kept
-    assert len(by_head.memo) == 2
-    n = len(calls)
-    by_head(again)
-    assert len(calls) == n  # a hit
