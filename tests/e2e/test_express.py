@@ -227,11 +227,11 @@ def test_an_httplog_frontend_takes_the_lane_and_logs_as_the_stream_path(start_sp
 
     assert sorted(map(fields, logs["on"])) == sorted(map(fields, logs["off"]))
     assert len({fields(ln)[-1] for ln in logs["on"]}) == len(REQUESTS)  # (each request line thrice)
-    for line in logs["on"]:
-        d = HTTPLOG.match(line).groupdict()
-        if d["r"].startswith(("GET /chunked", "GET /e%20f")):
-            continue
-        assert (d["Tw"], d["Tc"]) == ("0", "0") or "GET /a" in d["r"], line
+    lane_lines = [d for d in (HTTPLOG.match(ln).groupdict() for ln in logs["on"])
+                  if d["r"].split(" ")[1] in ("/b", "/c", "/d", "/q", "/g")]  # (the lane's 15, above)
+    assert len(lane_lines) == 15
+    for d in lane_lines:  # (a stream's Tw may read 1 ms on a loaded machine; the lane lends at once)
+        assert (d["TR"], d["Tw"], d["Tc"]) == ("0", "0", "0"), d
 
 
 def test_the_origin_gets_the_head_the_stream_path_sends(start_splicer, two):
