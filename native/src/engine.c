@@ -64,7 +64,12 @@ struct spl_fdreg {
 	                                * stopped at a FIN it does not report) */
 	atomic_uchar quiet;            /* the socket holds nothing to read: it was found empty and
 	                                * no read event came since (read by spl_fd_quiet()) */
+	uint8_t muted;                 /* registered without EPOLLIN: its one job waits for room
+	                                * at its destination (spl_mute) */
 };
+
+#define SPL_EV_ALL (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) /* a registration's events */
+#define SPL_EV_MUTED (EPOLLOUT | EPOLLET)                     /* the same, muted */
 
 #define SPL_WAKE_TAG UINT64_MAX /* epoll tag of the wake eventfd */
 #define SPL_MAX_EVENTS 256      /* epoll events taken per wait */
@@ -475,6 +480,52 @@ static void spl_saw_read(struct spl_engine *e, int fd, size_t asked, ssize_t got
 	}
 }
 
+/* Muting (what haproxy gets by polling a socket for reading only while it wants to read):
+ * a direction whose pipe waits for room at its destination reads nothing from its source
+ * until then, yet with EPOLLIN registered every segment arriving at the source would wake
+ * the engine for a run that only finds the destination still full (an upload whose server
+ * reads slower than the client sends woke the engine ten times as often as haproxy). So
+ * while it waits for its destination, the source's only job takes EPOLLIN (and EPOLLRDHUP)
+ * out of the registration, and puts them back as soon as it reads again, moves on or ends.
+ * EPOLL_CTL_MOD re-reads the socket's state, so bytes or an end of stream that arrived
+ * while muted bring an event then: nothing is lost for the edge-triggered epoll and the
+ * readiness cache. Returns 0 or -errno (the registration is unchanged then). */
+static int spl_unmute(struct spl_engine *e, int fd)
+{
+	struct epoll_event ev;
+
+	if (!e->fds[fd].muted)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = SPL_EV_ALL;
+	ev.data.u64 = (uint64_t)fd;
+	if (epoll_ctl(e->ep, EPOLL_CTL_MOD, fd, &ev) == -1)
+		return -errno;
+	e->fds[fd].muted = 0;
+	return 0;
+}
+
+/* Mutes `fd`, the source of a direction of slot s that waits for room at its destination,
+ * when s is its only job (see spl_unmute). A failure leaves it unmuted: merely wasteful. */
+static void spl_mute(struct spl_engine *e, const struct spl_slot *s, int fd)
+{
+	struct spl_fdreg *r = &e->fds[fd];
+	uint32_t user = (uint32_t)(s - e->slots) + 1;
+	struct epoll_event ev;
+	int k;
+
+	if (r->muted || (s->reg[0] != fd && s->reg[1] != fd))
+		return;
+	for (k = 0; k < SPL_FD_USERS; k++)
+		if (r->users[k] != 0 && r->users[k] != user)
+			return; /* another job may wait for its bytes */
+	memset(&ev, 0, sizeof(ev));
+	ev.events = SPL_EV_MUTED;
+	ev.data.u64 = (uint64_t)fd;
+	if (epoll_ctl(e->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+		r->muted = 1;
+}
+
 /* Attaches the job in slot s to `fd` (role 0 src, 1 dst) named with generation `gen`,
  * registering the fd in the epoll (edge-triggered, both ways) unless this very socket is
  * registered already. Returns 0 or -errno (-EBADF past the fd table, -EBUSY when too many
@@ -498,13 +549,19 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 		r->ended = 0;
 		atomic_store_explicit(&r->quiet, 0, memory_order_relaxed);
 		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		ev.events = SPL_EV_ALL;
 		ev.data.u64 = (uint64_t)fd;
+		r->muted = 0;
 		/* EEXIST: this socket is registered already (by another job running on it, or by
 		 * the caller's earlier generation of it): it stays so */
 		if (epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev) == -1 && errno != EEXIST)
 			return -errno;
 		r->gen = gen;
+	} else if (r->muted) {
+		int rc = spl_unmute(e, fd); /* the new job may wait for bytes to read */
+
+		if (rc != 0)
+			return rc;
 	}
 	r->users[k] = (uint32_t)(s - e->slots) + 1;
 	s->reg[role] = fd;
@@ -524,9 +581,12 @@ static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 		else if (r->users[k] != 0)
 			left = 1;
 	}
+	if (r->gen != 0 && !left && spl_unmute(e, fd) != 0)
+		r->gen = 0; /* cannot be put back as it was: registered anew by its next job */
 	/* errors ignored: ENOENT/EBADF only mean it is no longer registered (closed) */
 	if (r->gen == 0 && !left) {
 		epoll_ctl(e->ep, EPOLL_CTL_DEL, fd, NULL);
+		r->muted = 0;
 		spl_set_quiet(r, 0); /* no events any more: nothing can be known */
 	}
 }
@@ -779,6 +839,25 @@ static int spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 	return 0;
 }
 
+/* After a pump of `dir`: its source is muted while the pipe waits for room at the
+ * destination, listened to again otherwise (spl_unmute). Returns 0, or -1 when the source
+ * could not be listened to again (the job is finished: it would never hear of its bytes). */
+static int spl_listen(struct spl_engine *e, struct spl_slot *s, struct spl_dir *dir,
+		      const struct spl_move *mv)
+{
+	int rc;
+
+	if (mv->how == SPL_STOP_DST_AGAIN) {
+		spl_mute(e, s, dir->src);
+		return 0;
+	}
+	rc = spl_unmute(e, dir->src);
+	if (rc == 0)
+		return 0;
+	spl_finish(e, s, SPL_END_ERROR, rc, dir == &s->dir[0] ? SPL_SIDE_SRC : SPL_SIDE_DST);
+	return -1;
+}
+
 /* Runs a tunnel: both directions until each would block, ends or uses its budget; finishes
  * the job once both reached EOF. */
 static void spl_run_tunnel(struct spl_engine *e, struct spl_slot *s)
@@ -799,6 +878,8 @@ static void spl_run_tunnel(struct spl_engine *e, struct spl_slot *s)
 		}
 		dir->moved += mv.bytes_out;
 		spl_progress(e, s, &mv, 1);
+		if (spl_listen(e, s, dir, &mv) != 0)
+			return;
 		dir->wait = SPL_WAIT_NONE;
 		switch (mv.how) {
 		case SPL_STOP_SRC_AGAIN:
@@ -844,6 +925,8 @@ static int spl_run_splice(struct spl_engine *e, struct spl_slot *s)
 	if (dir->left != UINT64_MAX)
 		dir->left -= mv.bytes_in;
 	spl_progress(e, s, &mv, 0);
+	if (spl_listen(e, s, dir, &mv) != 0)
+		return 0;
 	dir->wait = SPL_WAIT_NONE;
 	switch (mv.how) {
 	case SPL_STOP_SRC_AGAIN:
