@@ -18,9 +18,11 @@
  * first byte can be read (an idle keep-alive connection holds none) and is lent to Python with
  * the completion, which gives it back through a release ring (spl_hbuf_release).
  *
- * Two pieces of state make waiting cheap: the readiness cache (struct spl_fdreg `quiet`): a
- * socket found empty with no read event since is waited on, not read; and the timer wheel
- * (wheel.h), which holds every job's timeout and is turned once per tick.
+ * Three pieces of state make waiting cheap: the readiness cache (struct spl_fdreg `quiet`): a
+ * socket found empty with no read event since is waited on, not read; muting (`muted`): the
+ * source of a pipe that waits for room at its destination is not listened to meanwhile
+ * (spl_mute); and the timer wheel (wheel.h), which holds every job's timeout and is turned
+ * once per tick.
  */
 #define _GNU_SOURCE
 #include <errno.h>
