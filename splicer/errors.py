@@ -54,6 +54,11 @@ class EngineBusy(EngineError):
     """The engine has no room (no free pipe, or its queue is full): the caller copies instead."""
 
 
+class TlsError(SplicerError):
+    """A TLS context could not be made: a certificate or key file missing, unreadable, not
+    PEM or not matching, or an engine built without OpenSSL. The message names the file."""
+
+
 class NoServerAvailable(SplicerError):
     """No server connection for the request: the client gets a 503.
 

@@ -42,6 +42,7 @@
 
 #include "splicer/engine.h"
 #include "pool.h"
+#include "tls.h"
 #include "wheel.h"
 
 #define SPL_HBUF_PAD 64          /* head buffers hold head_limit + 1 bytes (a peek one past) */
@@ -68,6 +69,8 @@ struct spl_fdreg {
 	                                * no read event came since (read by spl_fd_quiet()) */
 	uint8_t muted;                 /* registered without EPOLLIN: its one job waits for room
 	                                * at its destination (spl_mute) */
+	struct spl_tls *tls;           /* the socket's TLS session (tls.c), NULL = plain; lives
+	                                * as long as the registration's generation */
 };
 
 #define SPL_EV_ALL (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) /* a registration's events */
@@ -240,6 +243,8 @@ struct spl_engine {
 	                               * (at most nbufs - maxjobs: the jobs never lack one) */
 	struct spl_xrules *xrules;    /* SPL_X_BACKENDS request rules (spl_xrules), by express backend */
 	struct spl_fdreg *fds;        /* by fd number, nfds entries */
+	struct spl_tls_ctx *tls_ctxs[SPL_TLS_CTXS]; /* spl_engine_tls_ctx(), set before use */
+	uint32_t ntls;                /* TLS sessions alive (struct spl_fdreg tls) */
 	uint32_t nfds;
 	/* counters published for other threads */
 	atomic_ullong st_spliced, st_calls, st_eagain, st_done, st_nopipe, st_timeouts, st_killed;
@@ -458,6 +463,8 @@ static void spl_saw_read(struct spl_engine *e, int fd, size_t asked, ssize_t got
 {
 	struct spl_fdreg *r = &e->fds[fd];
 
+	if (r->tls != NULL)
+		return; /* what the session holds is not the socket's: never found empty */
 	if (got == -1) {
 		if (errno == EAGAIN)
 			spl_set_quiet(r, 1);
@@ -480,6 +487,33 @@ static void spl_saw_read(struct spl_engine *e, int fd, size_t asked, ssize_t got
 		else
 			spl_set_quiet(r, (size_t)got == r->avail);
 	}
+}
+
+/* recv(2) and send(2) of the engine: through the socket's TLS session when it has one. */
+static ssize_t spl_recv(struct spl_engine *e, int fd, void *buf, size_t len, int flags)
+{
+	struct spl_tls *t = e->fds[fd].tls;
+
+	if (t != NULL)
+		return spl_tls_recv(t, buf, len, flags & MSG_PEEK);
+	return recv(fd, buf, len, flags | MSG_DONTWAIT);
+}
+
+static ssize_t spl_send(struct spl_engine *e, int fd, const void *buf, size_t len)
+{
+	struct spl_tls *t = e->fds[fd].tls;
+
+	if (t != NULL)
+		return spl_tls_send(t, buf, len);
+	return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The TLS session of `fd` as named with generation `gen`, NULL when plain (or not yet seen). */
+static struct spl_tls *spl_tls_of(const struct spl_engine *e, int fd, uint32_t gen)
+{
+	if (fd < 0 || (uint32_t)fd >= e->nfds || gen == 0 || e->fds[fd].gen != gen)
+		return NULL;
+	return e->fds[fd].tls;
 }
 
 /* Muting (what haproxy gets by polling a socket for reading only while it wants to read):
@@ -546,7 +580,13 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 	if (k == SPL_FD_USERS)
 		return -EBUSY;
 	if (r->gen == 0 || r->gen != gen) {
-		/* a new registration: nothing is known of what the socket holds */
+		/* a new registration: nothing is known of what the socket holds, and a session
+		 * left by the socket that had this number before is void (that socket is gone) */
+		if (r->tls != NULL) {
+			spl_tls_free(r->tls, 0);
+			r->tls = NULL;
+			e->ntls--;
+		}
 		r->known = 0;
 		r->ended = 0;
 		atomic_store_explicit(&r->quiet, 0, memory_order_relaxed);
@@ -588,6 +628,11 @@ static void spl_detach(struct spl_engine *e, struct spl_slot *s, int fd)
 	/* errors ignored: ENOENT/EBADF only mean it is no longer registered (closed) */
 	if (r->gen == 0 && !left) {
 		epoll_ctl(e->ep, EPOLL_CTL_DEL, fd, NULL);
+		if (r->tls != NULL) { /* (a session needs a generation: one ends with its job) */
+			spl_tls_free(r->tls, 0);
+			r->tls = NULL;
+			e->ntls--;
+		}
 		r->muted = 0;
 		spl_set_quiet(r, 0); /* no events any more: nothing can be known */
 	}
@@ -970,7 +1015,7 @@ static int spl_send_all(struct spl_engine *e, struct spl_slot *s, const char *bu
 	ssize_t n;
 
 	while (*off < len) {
-		n = send(dir->dst, buf + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = spl_send(e, dir->dst, buf + *off, len - *off);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue; /* interrupted before anything was written: again */
@@ -1019,7 +1064,7 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 			return 0;
 		}
 		want = dir->left < e->cfg.bufsize ? (size_t)dir->left : e->cfg.bufsize;
-		n = recv(dir->src, buf, want, MSG_DONTWAIT);
+		n = spl_recv(e, dir->src, buf, want, 0);
 		spl_saw_read(e, dir->src, want, n, 0);
 		if (n == -1) {
 			if (errno == EINTR)
@@ -1063,7 +1108,7 @@ static int spl_run_send(struct spl_engine *e, struct spl_slot *s)
 		if ((s->job.flags & SPL_JOB_COPY) && dir->left != UINT64_MAX && dir->left > 0 &&
 		    dir->left <= e->cfg.bufsize - s->out_total && !spl_is_quiet(e, dir->src)) {
 			do
-				n = recv(dir->src, buf + s->out_total, (size_t)dir->left, MSG_DONTWAIT);
+				n = spl_recv(e, dir->src, buf + s->out_total, (size_t)dir->left, 0);
 			while (n == -1 && errno == EINTR);
 			spl_saw_read(e, dir->src, (size_t)dir->left, n, 0);
 			/* nothing yet (EAGAIN), an end or an error: the body phase meets it again */
@@ -1115,7 +1160,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 			}
 		}
 		buf = spl_hdata(e, s->hbuf);
-		n = recv(fd, buf + s->hgot, limit - s->hgot + 1, MSG_PEEK | MSG_DONTWAIT);
+		n = spl_recv(e, fd, buf + s->hgot, limit - s->hgot + 1, MSG_PEEK);
 		spl_saw_read(e, fd, limit - s->hgot + 1, n, 1);
 		if (n == -1) {
 			if (errno == EINTR)
@@ -1140,7 +1185,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 			for (k = 0; k < (size_t)n && (buf[k] == '\r' || buf[k] == '\n'); k++)
 				;
 			do
-				got = recv(fd, buf, k, MSG_DONTWAIT);
+				got = spl_recv(e, fd, buf, k, 0);
 			while (got == -1 && errno == EINTR);
 			spl_saw_read(e, fd, k, got, 0);
 			if (got <= 0) {
@@ -1184,7 +1229,7 @@ static int spl_run_head(struct spl_engine *e, struct spl_slot *s)
 			return 0;
 		}
 		do
-			got = recv(fd, buf + s->hgot, k, MSG_DONTWAIT);
+			got = spl_recv(e, fd, buf + s->hgot, k, 0);
 		while (got == -1 && errno == EINTR);
 		spl_saw_read(e, fd, k, got, 0);
 		if (got != (ssize_t)k) { /* the peek saw these bytes: only a failing socket loses them */
@@ -1324,7 +1369,7 @@ static int spl_relay_plan(struct spl_engine *e, struct spl_slot *s, const char *
 			 e->cfg.bufsize, &body);
 	if (n <= 0)
 		return 0;
-	splice_it = body > 0 && body >= job->splice_min;
+	splice_it = body > 0 && body >= job->splice_min && spl_tls_of(e, job->cli_fd, job->cli_gen) == NULL;
 	if (splice_it && spl_pipe_get(e->pool, &pipe) != 0) {
 		atomic_fetch_add_explicit(&e->st_nopipe, 1, memory_order_relaxed);
 		return 0; /* the caller moves it (its own job finds a pipe, or the loop copies) */
@@ -1807,12 +1852,34 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 	}
 }
 
+/* Makes the TLS session of job's head_fd (tls_ctx) unless its registration has one. Returns
+ * 0 or -errno (-EINVAL: no such context, or a socket named without a generation). */
+static int spl_tls_start(struct spl_engine *e, const struct spl_job *job)
+{
+	int fd = job->head_fd;
+	uint32_t gen = fd == job->src_fd ? job->src_gen : job->dst_gen;
+	uint32_t idx = job->tls_ctx - 1;
+	int rc;
+
+	if (fd < 0 || gen == 0 || idx >= SPL_TLS_CTXS || e->tls_ctxs[idx] == NULL)
+		return -EINVAL;
+	if (e->fds[fd].tls != NULL)
+		return 0;
+	rc = spl_tls_new(e->tls_ctxs[idx], fd, &e->fds[fd].tls);
+	if (rc == 0)
+		e->ntls++;
+	return rc;
+}
+
 /* Starts a submitted job in a free slot (one exists: see spl_post). */
 static void spl_start(struct spl_engine *e, const struct spl_job *job)
 {
 	struct spl_slot *s = &e->slots[e->free_head];
 	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
 	int needs_pipe = tunnel || (spl_has_body(job) && !(job->flags & SPL_JOB_COPY));
+	/* a TLS client takes no express lane (yet): its requests come to the caller */
+	int tls_cli = job->tls_ctx != 0 || spl_tls_of(e, job->cli_fd, job->cli_gen) != NULL ||
+		      spl_tls_of(e, job->src_fd, job->src_gen) != NULL;
 	int rc = 0;
 
 	e->free_head = s->next_free;
@@ -1824,7 +1891,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->qbuf = -1;
 	s->xout = -1;
 	if ((job->flags & SPL_JOB_RELAY) && (job->relay_flags & SPL_RELAY_EXPRESS) && job->xbe < SPL_X_BACKENDS &&
-	    !(job->relay_flags & SPL_RELAY_CLOSE_CLIENT)) {
+	    !(job->relay_flags & SPL_RELAY_CLOSE_CLIENT) && !tls_cli) {
 		s->xarmed = 1;
 		s->xbe = job->xbe;
 		s->xaddr = job->xaddr;
@@ -1836,7 +1903,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		s->x_srv_ms = job->dst_idle_ms;
 		s->xnext = job->next_id;
 	} else if (!(job->flags & (SPL_JOB_RELAY | SPL_JOB_THEN_HEAD | SPL_JOB_TUNNEL)) &&
-		   (job->relay_flags & SPL_RELAY_EXPRESS) && job->xbe < SPL_X_BACKENDS && job->dst_fd < 0 &&
+		   (job->relay_flags & SPL_RELAY_EXPRESS) && job->xbe < SPL_X_BACKENDS && job->dst_fd < 0 && !tls_cli &&
 		   job->head_fd >= 0 && job->head_fd == job->src_fd && job->cli_fd == job->src_fd &&
 		   !(job->relay_flags & SPL_RELAY_CLOSE_CLIENT)) {
 		/* a head-only job armed from its own head on (engine.h "the express lane") */
@@ -1860,6 +1927,18 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->dir[1].left = UINT64_MAX;
 	s->dir[1].done = !tunnel;
 	s->phase = SPL_PHASE_SEND;
+	if (job->flags & SPL_JOB_TLS_CLOSE) {
+		struct spl_tls *t = spl_tls_of(e, job->src_fd, job->src_gen);
+
+		if (t != NULL) {
+			spl_tls_free(t, 1);
+			e->fds[job->src_fd].tls = NULL;
+			e->ntls--;
+		}
+		s->phase = SPL_PHASE_END;
+		spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+		return;
+	}
 	if (job->out_len == 0 && !tunnel)
 		spl_advance(e, s);
 	spl_timer_set(e, s);
@@ -1874,6 +1953,12 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		rc = spl_attach(e, s, 0, job->src_fd, job->src_gen);
 	if (rc == 0 && job->dst_fd >= 0)
 		rc = spl_attach(e, s, 1, job->dst_fd, job->dst_gen);
+	if (rc == 0 && job->tls_ctx != 0)
+		rc = spl_tls_start(e, job);
+	if (rc == 0 && (needs_pipe || (job->flags & SPL_JOB_CHUNKED)) &&
+	    ((job->src_fd >= 0 && e->fds[job->src_fd].tls != NULL) ||
+	     (job->dst_fd >= 0 && e->fds[job->dst_fd].tls != NULL)))
+		rc = -EPROTONOSUPPORT; /* a pipe cannot carry records made in user space */
 	if (rc != 0) {
 		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 && job->src_fd >= 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
 		return;
@@ -2142,6 +2227,11 @@ static void spl_engine_release(struct spl_engine *e)
 	if (e->done_fd != -1)
 		close(e->done_fd);
 	spl_pool_free(e->pool);
+	for (uint32_t i = 0; e->fds != NULL && e->ntls > 0 && i < e->nfds; i++)
+		if (e->fds[i].tls != NULL) { /* sessions whose sockets the caller still holds */
+			spl_tls_free(e->fds[i].tls, 0);
+			e->ntls--;
+		}
 	free(e->sq);
 	free(e->cq);
 	free(e->slots);
@@ -2333,6 +2423,11 @@ static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
 {
 	int body = spl_has_body(job);
 
+	if (job->flags & SPL_JOB_TLS_CLOSE) /* alone: no phase, no other flag */
+		return job->flags == SPL_JOB_TLS_CLOSE && job->src_fd >= 0 && job->src_gen != 0 &&
+		       job->dst_fd < 0 && job->head_fd < 0 && job->out_len == 0 && job->max_bytes == 0;
+	if (job->tls_ctx > SPL_TLS_CTXS || (job->tls_ctx != 0 && job->head_fd < 0))
+		return 0;
 	if ((job->flags & SPL_JOB_CHUNKED) && (job->flags & (SPL_JOB_TUNNEL | SPL_JOB_SHUT_WR_ON_EOF | SPL_JOB_COPY)))
 		return 0;
 	if (job->flags & SPL_JOB_TUNNEL)
@@ -2412,6 +2507,16 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	if (rc == 0 && fd >= 0)
 		atomic_fetch_add_explicit(&e->inflight, 1, memory_order_relaxed);
 	return rc;
+}
+
+int spl_engine_tls_ctx(struct spl_engine *e, uint32_t idx, struct spl_tls_ctx *c)
+{
+	if (e == NULL || c == NULL || idx >= SPL_TLS_CTXS)
+		return -EINVAL;
+	if (e->tls_ctxs[idx] != NULL)
+		return -EBUSY;
+	e->tls_ctxs[idx] = c; /* seen by the engine thread through the submit ring's ordering */
+	return 0;
 }
 
 int spl_xrules(struct spl_engine *e, uint32_t xbe, const uint8_t *prog, uint32_t len)

@@ -13,7 +13,7 @@ from socket import AF_INET, inet_ntoa as _ntoa
 from dataclasses import dataclass
 from enum import IntEnum
 
-from splicer.errors import EngineBusy, EngineError
+from splicer.errors import EngineBusy, EngineError, TlsError
 
 try:
     from splicer._engine import ffi, lib
@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
         "splicer's native engine is not built; install with `pip install .` (needs gcc and Python headers)"
     ) from exc
 
-ABI = 15
+ABI = 16
 if lib.SPL_ENGINE_ABI != ABI:  # pragma: no cover - only on a stale build
     raise ImportError(f"splicer._engine ABI {lib.SPL_ENGINE_ABI} does not match binding ABI {ABI}; rebuild")
 
@@ -30,11 +30,11 @@ _JOB = struct.Struct("=QiiQIIIIiiIIIIIIQiIIIIIQIIII")
 """struct spl_job as bytes: id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms,
 out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
 relay_status_max, next_id, cli_fd, cli_gen, cli_idle_ms, next_first_ms, next_ms, relay_flags,
-splice_min, xbe, xaddr, xmaxhdr, xpad (native byte order, the offsets the compiler gave; checked below)."""
+splice_min, xbe, xaddr, xmaxhdr, tls_ctx (native byte order, the offsets the compiler gave; checked below)."""
 _JOB_FIELDS = ("id", "src_fd", "dst_fd", "max_bytes", "flags", "src_idle_ms", "dst_idle_ms", "out_len",
                "out_buf", "head_fd", "head_first_ms", "head_ms", "head_limit", "src_gen", "dst_gen",
                "relay_status_max", "next_id", "cli_fd", "cli_gen", "cli_idle_ms", "next_first_ms", "next_ms",
-               "relay_flags", "splice_min", "xbe", "xaddr", "xmaxhdr", "xpad")
+               "relay_flags", "splice_min", "xbe", "xaddr", "xmaxhdr", "tls_ctx")
 _offsets = [struct.calcsize("=" + _JOB.format[1:i]) for i in range(1, len(_JOB_FIELDS) + 1)]
 if _JOB.size != ffi.sizeof("struct spl_job") or _offsets != [ffi.offsetof("struct spl_job", f)
                                                               for f in _JOB_FIELDS]:  # pragma: no cover
@@ -47,8 +47,9 @@ head_len, head_info, head_more, relayed, relay_flags, relay_ms, xkind, xstatus, 
 unpacked in one call, not field by field."""
 _NO_RELAY = (0, -1, 0, 0, 0, 0, 0, 0)
 """struct spl_job's relay fields of a job without JOB_RELAY."""
-_NO_EXPRESS = (0, 0, 0, 0)
-"""struct spl_job's xbe, xaddr, xmaxhdr and xpad of a job that does not arm the express lane
+NO_RELAY = _NO_RELAY
+_NO_EXPRESS = (0, 0, 0)
+"""struct spl_job's xbe, xaddr and xmaxhdr of a job that does not arm the express lane
 (a `relay` tuple of 8 fields)."""
 _DONE_FIELDS = ("id", "bytes_fwd", "bytes_rev", "res", "how", "side", "phase", "head_buf", "head_len",
                 "head_info", "head_more", "relayed", "relay_flags", "relay_ms", "xkind", "xstatus", "xreq", "xother")
@@ -392,12 +393,14 @@ class EngineHandle:
     def submit(self, job_id: int, src_fd: int, dst_fd: int, max_bytes: int, flags: int,
                src_idle_ms: int, dst_idle_ms: int, out_buf: int = -1, out_len: int = 0,
                head_fd: int = -1, head_first_ms: int = 0, head_ms: int = 0, head_limit: int = 0,
-               src_gen: int = 0, dst_gen: int = 0, next_id: int = 0, relay: tuple = _NO_RELAY) -> None:
+               src_gen: int = 0, dst_gen: int = 0, next_id: int = 0, relay: tuple = _NO_RELAY,
+               tls_ctx: int = 0) -> None:
         """Queue a job (see struct spl_job; out_buf must hold out_len bytes, put_out()),
         without waking the engine: call wake() once after a batch of submits. `relay`: with
         JOB_RELAY, the job's (relay_status_max, cli_fd, cli_gen, cli_idle_ms, next_first_ms,
         next_ms, relay_flags, splice_min), optionally followed by (xbe, xaddr, xmaxhdr, 0)
-        for RELAY_EXPRESS.
+        for RELAY_EXPRESS (the fourth is not read). `tls_ctx`: 0, or 1 + the index of a
+        context given with tls_ctx(): head_fd is the server side of a TLS session with it.
 
         Raises:
             EngineBusy: maxjobs already in flight.
@@ -408,7 +411,8 @@ class EngineHandle:
         try:
             _JOB.pack_into(self._jobbuf, 0, job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms,
                            dst_idle_ms, out_len, out_buf, head_fd, head_first_ms, head_ms, head_limit,
-                           src_gen, dst_gen, relay[0], next_id, *relay[1:8], *(relay[8:] or _NO_EXPRESS))
+                           src_gen, dst_gen, relay[0], next_id, *relay[1:8], *(relay[8:11] or _NO_EXPRESS),
+                           tls_ctx)
         except struct.error as exc:  # a value out of its field's range
             raise EngineError(_errno.EINVAL, f"spl_submit: {exc}") from None
         rc = lib.spl_push(self._e, self._job)
@@ -486,6 +490,20 @@ class EngineHandle:
         rc = lib.spl_xrules(self._e, xbe, program, len(program))
         if rc != 0:
             _raise(rc, "spl_xrules")
+
+    def tls_ctx(self, idx: int, ctx: "TlsContext") -> None:
+        """Give the engine TLS context `idx` (jobs name it with tls_ctx=idx + 1), before any
+        job names it; `ctx` must outlive the engine (spl_engine_tls_ctx).
+
+        Raises:
+            EngineError: a bad index (EINVAL), one set already (EBUSY), a closed engine or
+                context (EBADF).
+        """
+        if self._e is None or ctx._c is None:
+            raise EngineError(_errno.EBADF, "spl_engine_tls_ctx: the engine or the context is closed")
+        rc = lib.spl_engine_tls_ctx(self._e, idx, ctx._c)
+        if rc != 0:
+            _raise(rc, "spl_engine_tls_ctx")
 
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).
@@ -598,6 +616,37 @@ JOB_COPY = lib.SPL_JOB_COPY
 JOB_SKIP_EMPTY = lib.SPL_JOB_SKIP_EMPTY
 JOB_THEN_HEAD = lib.SPL_JOB_THEN_HEAD
 JOB_RELAY = lib.SPL_JOB_RELAY
+JOB_TLS_CLOSE = lib.SPL_JOB_TLS_CLOSE
+TLS_CONTEXTS = lib.SPL_TLS_CTXS
+"""TLS contexts one engine holds (tls_ctx indexes 0 .. TLS_CONTEXTS - 1)."""
+TLS = bool(lib.spl_tls_available())
+"""True when the engine was built with OpenSSL (native/src/tls.c); False: every TLS call fails."""
+
+
+class TlsContext:
+    """A server-side TLS context of the engine (OpenSSL's SSL_CTX, native/src/tls.c): one
+    certificate chain and its private key from PEM files, checked to match (haproxy's `crt`:
+    both in one file when `key_file` is None). TLS 1.2 at least, no renegotiation.
+
+    Raises:
+        TlsError: a file missing, unreadable or not PEM, a key that does not match, or an
+            engine built without OpenSSL; the message names the file and OpenSSL's reason.
+    """
+
+    def __init__(self, cert_file: str, key_file: str | None = None) -> None:
+        out = ffi.new("struct spl_tls_ctx **")
+        err = ffi.new("char[512]")
+        rc = lib.spl_tls_ctx_new(os.fsencode(cert_file), os.fsencode(key_file) if key_file else ffi.NULL,
+                                 err, 512, out)
+        if rc != 0:
+            raise TlsError(ffi.string(err).decode("utf-8", "replace") or os.strerror(-rc))
+        self._c = out[0]
+
+    def close(self) -> None:
+        """Free the context (once no engine uses it any more)."""
+        if self._c is not None:
+            lib.spl_tls_ctx_free(self._c)
+            self._c = None
 RELAY_NO_BODY = lib.SPL_RELAY_NO_BODY
 RELAY_SPLICED = lib.SPL_RELAY_SPLICED
 RELAY_CLOSE_CLIENT = lib.SPL_RELAY_CLOSE_CLIENT

@@ -356,6 +356,15 @@ class Engine:
             self.loop.call_soon(self._wake)
         return credit_id
 
+    def tls_context(self, index: int, ctx: binding.TlsContext) -> None:
+        """Give the engine TLS context `index` (< binding.TLS_CONTEXTS), which jobs name with
+        tls_ctx=index + 1; `ctx` must outlive the engine (engine.h spl_engine_tls_ctx).
+
+        Raises:
+            EngineError: a bad or taken index, or a closed engine or context.
+        """
+        self._h.tls_ctx(index, ctx)
+
     def express_rules(self, index: int, edits: tuple) -> bool:
         """Have the engine make the request rules `edits` (http/rules.py plain_edits()) on
         each request of express backend `index`, before any job names it (engine.h
@@ -445,7 +454,8 @@ class Engine:
     def submit(self, src_fd: int, dst_fd: int, max_bytes: int, flags: int, src_idle_ms: int = 0,
                dst_idle_ms: int = 0, out: bytes | None = None, head_fd: int = -1, head_first_ms: int = 0,
                head_ms: int = 0, head_limit: int = 0, src_gen: int = 0,
-               dst_gen: int = 0, done=None, relay: tuple | None = None) -> tuple[int, asyncio.Future | None]:
+               dst_gen: int = 0, done=None, relay: tuple | None = None,
+               tls_ctx: int = 0) -> tuple[int, asyncio.Future | None]:
         """Queue one job in the C form (struct spl_job: fds, byte count, SPL_JOB_* flags,
         times in ms; generations from gen()) and return (job id, future of its Completion);
         give both to wait(). The engine is woken once per loop iteration, for every job
@@ -454,7 +464,9 @@ class Engine:
         (id, future) pair is self.chained, to be given to wait() or abandon(). With
         binding.JOB_RELAY in `flags` (and `relay`, binding.EngineHandle.submit's relay
         fields), the id after its own is the client's next-head job the same way, which
-        only runs when the engine relayed the response (Completion.relayed).
+        only runs when the engine relayed the response (Completion.relayed). `tls_ctx`
+        (1 + an index given to tls_context()): head_fd speaks TLS with that context, its
+        session kept while its generation lasts; binding.JOB_TLS_CLOSE ends one.
 
         With `done` (a callable), no future is made: done(Completion) is called from the
         reap of the completion (the future in the pair is None); a chained job's completion
@@ -484,14 +496,14 @@ class Engine:
                 out_len = len(out)
                 self._h.put_out(out_buf, out)
         try:
-            if relay is None:
+            if relay is None and not tls_ctx:
                 self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
                                out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
                                job_id + 1 if chained else 0)
             else:
                 self._h.submit(job_id, src_fd, dst_fd, max_bytes, flags, src_idle_ms, dst_idle_ms, out_buf,
                                out_len, head_fd, head_first_ms, head_ms, head_limit, src_gen, dst_gen,
-                               job_id + 1 if chained else 0, relay)
+                               job_id + 1 if chained else 0, relay or binding.NO_RELAY, tls_ctx)
         except BaseException:
             if out_buf >= 0:
                 self._free_out.append(out_buf)

@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SPL_ENGINE_ABI 15
+#define SPL_ENGINE_ABI 16
+
+#define SPL_TLS_CTXS 64 /* TLS contexts an engine holds (spl_engine_tls_ctx) */
 
 /* Why spl_pump() returned (struct spl_move.how). */
 enum spl_stop {
@@ -164,6 +166,23 @@ struct spl_accepted {
  * again on the next call. -EINVAL for lfd < 0 or out NULL with max > 0. */
 int spl_accept(int lfd, struct spl_accepted *out, uint32_t max, uint32_t flags);
 
+/* ---- TLS contexts (tls.c) ---------------------------------------------------------------- */
+
+struct spl_tls_ctx;
+
+/* 1 when the engine was built with OpenSSL, else 0 (every TLS call then fails -ENOTSUP). */
+int spl_tls_available(void);
+
+/* A server-side TLS context from PEM files: the certificate chain (leaf first) in cert_file,
+ * the private key in key_file (NULL or "": in cert_file too, as haproxy's `crt` reads one
+ * PEM), checked to match. TLS 1.2 at least, no renegotiation. Returns 0 and *out, or -errno
+ * with a line of text in err[0..errlen) naming the file and OpenSSL's reason (-EINVAL: a
+ * file missing, unreadable or not PEM, or a key that does not match; -ENOTSUP: no OpenSSL).
+ * Free it with spl_tls_ctx_free() once no engine uses it. */
+int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen,
+		    struct spl_tls_ctx **out);
+void spl_tls_ctx_free(struct spl_tls_ctx *c);
+
 /* ---- the engine ------------------------------------------------------------------------ */
 
 /* Job flags (struct spl_job.flags). */
@@ -195,6 +214,9 @@ enum spl_job_flag {
 	                             * between: struct spl_done.relayed says it did. Otherwise the
 	                             * job ends with the head as without the flag, and next_id's
 	                             * completion follows as SPL_END_CANCELLED. Counts as two jobs. */
+	SPL_JOB_TLS_CLOSE = 128,    /* no phase: src_fd's TLS session (src_gen) sends close_notify
+	                             * (one try) and is freed; the caller closes the socket after
+	                             * the completion. DONE also when the socket had no session. */
 };
 
 /* The phases of a job, in order; each is skipped when the job does not ask for it:
@@ -268,7 +290,12 @@ struct spl_job {
 	                       * SPL_RELAY_XFF and the request rules' src (spl_xrules) */
 	uint32_t xmaxhdr;     /* SPL_RELAY_EXPRESS: most fields an express request may have
 	                       * (tune.http.maxhdr); one with more goes to the caller */
-	uint32_t xpad;
+	uint32_t tls_ctx;     /* 0, or 1 + the index of a context set with spl_engine_tls_ctx():
+	                       * head_fd is the server side of a TLS session with it (made on the
+	                       * first job naming it, kept while its generation lasts, so head_fd
+	                       * needs a non-zero generation); every read and write of a socket
+	                       * with a session goes through it, and a body on it is copied
+	                       * (SPL_JOB_COPY; a spliced or chunked one ends -EPROTONOSUPPORT) */
 };
 
 /* struct spl_job.relay_flags and struct spl_done.relay_flags. */
@@ -421,6 +448,11 @@ enum spl_xpart {
 };
 
 int spl_xrules(struct spl_engine *e, uint32_t xbe, const uint8_t *prog, uint32_t len);
+
+/* Sets context `idx` (< SPL_TLS_CTXS) of the engine, which jobs name with tls_ctx = idx + 1,
+ * before any job names it; the caller keeps it alive while the engine lives. -EINVAL for a
+ * bad index or a NULL context, -EBUSY when the index is set already. */
+int spl_engine_tls_ctx(struct spl_engine *e, uint32_t idx, struct spl_tls_ctx *c);
 
 /* Whether the program prog[0..len) is a whole one spl_xrules() takes: 0, else -EINVAL.
  * Any thread (xhead.c). */

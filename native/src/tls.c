@@ -1,0 +1,294 @@
+/*
+ * TLS - a connection's records read and written by the engine with OpenSSL (haproxy's
+ * ssl_sock transport under its raw_sock one): the server side of a client's TLS session.
+ *
+ * A context (struct spl_tls_ctx) holds one certificate chain and its key, loaded at start
+ * from PEM files and checked to match; an SSL object is made per connection, in accept
+ * state, and the handshake is driven by the first read of the connection's first head job
+ * (SSL_peek performs it), non-blocking, on the engine's events. spl_tls_recv() and
+ * spl_tls_send() stand in for recv(2) and send(2) on such a socket: the same returns, with
+ * errno EAGAIN while the record layer waits for the socket (either way: the epoll
+ * registration asks for both), EPROTO for a handshake failure or a bad record, and 0 for the
+ * peer's close_notify or an end of stream. Renegotiation is refused (SSL_OP_NO_RENEGOTIATION),
+ * TLS 1.2 is the floor (haproxy's default), and idle connections keep no record buffers
+ * (SSL_MODE_RELEASE_BUFFERS). Bodies on such a socket are copied: splice(2) cannot carry
+ * user-space records.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "splicer/engine.h"
+#include "tls.h"
+
+#ifdef SPL_HAVE_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+struct spl_tls_ctx {
+	SSL_CTX *ctx;
+};
+
+/* "file: what (OpenSSL's reason)" into err[0..errlen); clears OpenSSL's error queue. */
+static void spl_tls_error(char *err, size_t errlen, const char *what, const char *file)
+{
+	unsigned long code = 0, e;
+	const char *reason = NULL;
+	int sys = 0;
+
+	while ((e = ERR_get_error()) != 0) { /* the queue, oldest first: keep the last, and a system error */
+		code = e;
+		if (ERR_SYSTEM_ERROR(e) && sys == 0)
+			sys = ERR_GET_REASON(e); /* a file that cannot be opened: its errno */
+	}
+	if (sys != 0)
+		reason = strerror(sys);
+	else if (code != 0)
+		reason = ERR_reason_error_string(code);
+	if (code != 0 && ERR_GET_LIB(code) == ERR_LIB_X509 && ERR_GET_REASON(code) == X509_R_KEY_VALUES_MISMATCH)
+		what = "the private key does not match the certificate";
+
+	if (err != NULL && errlen > 0) {
+		if (reason != NULL)
+			snprintf(err, errlen, "%s: %s (%s)", file, what, reason);
+		else
+			snprintf(err, errlen, "%s: %s", file, what);
+	}
+	ERR_clear_error();
+}
+
+int spl_tls_available(void)
+{
+	return 1;
+}
+
+int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen,
+		    struct spl_tls_ctx **out)
+{
+	struct spl_tls_ctx *c;
+	SSL_CTX *ctx;
+
+	if (cert_file == NULL || out == NULL)
+		return -EINVAL;
+	if (key_file == NULL || key_file[0] == '\0')
+		key_file = cert_file; /* haproxy's `crt`: one PEM with the chain and the key */
+	ERR_clear_error();
+	ctx = SSL_CTX_new(TLS_server_method());
+	if (ctx == NULL) {
+		spl_tls_error(err, errlen, "cannot make a TLS context", cert_file);
+		return -ENOMEM;
+	}
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+		spl_tls_error(err, errlen, "cannot load the certificate chain", cert_file);
+		SSL_CTX_free(ctx);
+		return -EINVAL;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
+		spl_tls_error(err, errlen, "cannot load the private key", key_file);
+		SSL_CTX_free(ctx);
+		return -EINVAL;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		spl_tls_error(err, errlen, "the private key does not match the certificate", key_file);
+		SSL_CTX_free(ctx);
+		return -EINVAL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	/* a peer that closes without close_notify ends the session as an end of stream would
+	 * (as haproxy and nginx read it; HTTP's own framing tells a cut message) */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		SSL_CTX_free(ctx);
+		return -ENOMEM;
+	}
+	c->ctx = ctx;
+	*out = c;
+	return 0;
+}
+
+void spl_tls_ctx_free(struct spl_tls_ctx *c)
+{
+	if (c == NULL)
+		return;
+	SSL_CTX_free(c->ctx);
+	free(c);
+}
+
+int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)
+{
+	SSL *ssl;
+
+	ERR_clear_error();
+	ssl = SSL_new(c->ctx);
+	if (ssl == NULL) {
+		ERR_clear_error();
+		return -ENOMEM;
+	}
+	if (SSL_set_fd(ssl, fd) != 1) {
+		ERR_clear_error();
+		SSL_free(ssl);
+		return -EINVAL;
+	}
+	SSL_set_accept_state(ssl);
+	*out = (struct spl_tls *)ssl;
+	return 0;
+}
+
+/* Maps a failed SSL_peek/SSL_read/SSL_write (ret <= 0) to recv(2)'s way: 0 for an end of
+ * stream, else -1 with errno set. */
+static ssize_t spl_tls_fail(SSL *ssl, int ret)
+{
+	int e = SSL_get_error(ssl, ret);
+	int saved = errno;
+
+	ERR_clear_error();
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0; /* close_notify */
+	case SSL_ERROR_SYSCALL:
+		if (ret == 0 || saved == 0)
+			return 0; /* an end of stream without close_notify: the peer is gone */
+		errno = saved;
+		return -1;
+	default: /* SSL_ERROR_SSL: a handshake failure, a bad record */
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek)
+{
+	SSL *ssl = (SSL *)t;
+	int n, want = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
+
+	if (len == 0)
+		return 0;
+	ERR_clear_error();
+	errno = 0;
+	n = peek ? SSL_peek(ssl, buf, want) : SSL_read(ssl, buf, want);
+	if (n > 0)
+		return n;
+	return spl_tls_fail(ssl, n);
+}
+
+ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
+{
+	SSL *ssl = (SSL *)t;
+	int n, want = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
+
+	if (len == 0)
+		return 0;
+	ERR_clear_error();
+	errno = 0;
+	n = SSL_write(ssl, buf, want);
+	if (n > 0)
+		return n;
+	if (spl_tls_fail(ssl, n) == 0)
+		errno = EPIPE; /* nothing can be written to a session that ended */
+	return -1;
+}
+
+int spl_tls_pending(const struct spl_tls *t)
+{
+	return SSL_has_pending((const SSL *)t);
+}
+
+int spl_tls_handshaken(const struct spl_tls *t)
+{
+	return SSL_is_init_finished((const SSL *)t);
+}
+
+void spl_tls_free(struct spl_tls *t, int notify)
+{
+	SSL *ssl = (SSL *)t;
+
+	if (ssl == NULL)
+		return;
+	if (notify && SSL_is_init_finished(ssl))
+		(void)SSL_shutdown(ssl); /* one try at close_notify: the socket may be full or gone */
+	ERR_clear_error();
+	SSL_free(ssl);
+}
+
+#else /* !SPL_HAVE_TLS: built without OpenSSL's headers */
+
+int spl_tls_available(void)
+{
+	return 0;
+}
+
+int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen,
+		    struct spl_tls_ctx **out)
+{
+	(void)key_file;
+	(void)out;
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s: splicer was built without OpenSSL (libssl-dev)",
+			 cert_file ? cert_file : "");
+	return -ENOTSUP;
+}
+
+void spl_tls_ctx_free(struct spl_tls_ctx *c)
+{
+	(void)c;
+}
+
+int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)
+{
+	(void)c;
+	(void)fd;
+	(void)out;
+	return -ENOTSUP;
+}
+
+ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek)
+{
+	(void)t;
+	(void)buf;
+	(void)len;
+	(void)peek;
+	errno = ENOTSUP;
+	return -1;
+}
+
+ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
+{
+	(void)t;
+	(void)buf;
+	(void)len;
+	errno = ENOTSUP;
+	return -1;
+}
+
+int spl_tls_pending(const struct spl_tls *t)
+{
+	(void)t;
+	return 0;
+}
+
+int spl_tls_handshaken(const struct spl_tls *t)
+{
+	(void)t;
+	return 0;
+}
+
+void spl_tls_free(struct spl_tls *t, int notify)
+{
+	(void)t;
+	(void)notify;
+}
+
+#endif

@@ -1,0 +1,316 @@
+"""TLS in the engine (native/src/tls.c): the server side of a client's session, its
+handshake driven by the first head job, every read and write of the socket through it.
+
+Real loopback TCP pairs; the client is Python's ssl module on a thread of its own (a
+blocking socket with a timeout), trusting the test certificate; every wait is bounded.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import socket
+import ssl
+import subprocess
+
+import pytest
+
+from splicer.engine import binding
+from splicer.engine.binding import JOB_COPY, JOB_TLS_CLOSE, TlsContext
+from splicer.engine.engine import JobEnd, ms
+from splicer.errors import TlsError
+
+from .conftest import engine, recv_exact, run, send, settle
+
+pytestmark = [pytest.mark.timeout(60),
+              pytest.mark.skipif(not binding.TLS, reason="the engine was built without OpenSSL (libssl-dev)")]
+
+REQ = b"GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n"
+RESP = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """An ECDSA P-256 certificate for localhost (its key in the same PEM, as haproxy's
+    `crt` reads it), a key of another certificate, and a client context trusting the first."""
+    d = tmp_path_factory.mktemp("pki")
+
+    def make(name):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.crt"), "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                       check=True, capture_output=True)
+        (d / f"{name}.pem").write_bytes((d / f"{name}.crt").read_bytes() + (d / f"{name}.key").read_bytes())
+    make("site")
+    make("other")
+    client = ssl.create_default_context(cafile=str(d / "site.crt"))
+    return d, client
+
+
+@pytest.fixture(scope="module")
+def site(pki):
+    ctx = TlsContext(str(pki[0] / "site.pem"))
+    yield ctx
+    ctx.close()
+
+
+def head_job(e, sock, done, first=5.0, tls=True):
+    fd = sock.fileno()
+    return e.submit(fd, -1, 0, 0, head_fd=fd, head_first_ms=ms(first), head_ms=5000, head_limit=4000,
+                    src_gen=e.gen(sock), done=done, tls_ctx=1 if tls else 0)
+
+
+def send_job(e, sock, data, done):
+    return e.submit(-1, sock.fileno(), 0, 0, out=data, dst_gen=e.gen(sock), done=done)
+
+
+def close_job(e, sock, done):
+    return e.submit(sock.fileno(), -1, 0, JOB_TLS_CLOSE, src_gen=e.gen(sock), done=done)
+
+
+def tls_client(pki, w: socket.socket) -> ssl.SSLSocket:
+    w.setblocking(True)
+    w.settimeout(10)
+    return pki[1].wrap_socket(w, server_hostname="localhost")
+
+
+def read_n(tw: ssl.SSLSocket, n: int) -> bytes:
+    got = b""
+    while len(got) < n:
+        b = tw.recv(n - len(got))
+        assert b, f"end of stream after {len(got)} of {n}"
+        got += b
+    return got
+
+
+# ---- contexts ---------------------------------------------------------------------------
+
+def test_context_errors_name_the_file_and_the_reason(pki, tmp_path):
+    d = pki[0]
+    with pytest.raises(TlsError, match=r"nope\.pem: cannot load the certificate chain \(No such file"):
+        TlsContext(str(tmp_path / "nope.pem"))
+    with pytest.raises(TlsError, match=r"site\.crt: cannot load the private key"):
+        TlsContext(str(d / "site.crt"))  # a certificate without its key
+    with pytest.raises(TlsError, match=r"other\.key: the private key does not match the certificate"):
+        TlsContext(str(d / "site.crt"), str(d / "other.key"))
+    (tmp_path / "junk.pem").write_bytes(b"not a certificate\n")
+    with pytest.raises(TlsError, match=r"junk\.pem: cannot load the certificate chain"):
+        TlsContext(str(tmp_path / "junk.pem"))
+    TlsContext(str(d / "site.crt"), str(d / "site.key")).close()  # chain and key apart
+
+
+def test_bad_context_indexes_are_refused(site):
+    async def main():
+        async with engine(maxjobs=4, bufsize=4096) as e:
+            e.tls_context(0, site)
+            with pytest.raises(OSError):
+                e.tls_context(0, site)  # taken
+            with pytest.raises(OSError):
+                e.tls_context(binding.TLS_CONTEXTS, site)
+            a, b = socket.socketpair()
+            try:
+                with pytest.raises(OSError):  # a context no one set
+                    e.submit(a.fileno(), -1, 0, 0, head_fd=a.fileno(), head_limit=100, src_gen=e.gen(a),
+                             tls_ctx=binding.TLS_CONTEXTS + 1)
+            finally:
+                a.close()
+                b.close()
+    run(main())
+
+
+# ---- a session: handshake, heads, responses, keep-alive, close_notify --------------------
+
+def test_handshake_head_response_keep_alive_and_close_notify(net, pki, site):
+    w, src = net.tcp()
+    heads, sent, closed = [], [], []
+
+    def client():
+        tw = tls_client(pki, w)
+        tw.sendall(REQ)
+        first = read_n(tw, len(RESP))
+        tw.sendall(REQ.replace(b"/a", b"/b"))
+        second = read_n(tw, len(RESP))
+        end = tw.recv(10)  # the server's close_notify: an orderly end
+        version = tw.version()
+        tw.close()  # (an SSLSocket left to the garbage collector closes its fd in a later test)
+        return version, first, second, end
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            cl = asyncio.create_task(asyncio.to_thread(client))
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the first head")
+            send_job(e, src, RESP, sent.append)
+            head_job(e, src, heads.append, tls=False)  # the session lives on with the socket
+            await settle(lambda: len(heads) == 2, 10, "the second head")
+            send_job(e, src, RESP, sent.append)
+            await settle(lambda: len(sent) == 2, 10, "both responses")
+            close_job(e, src, closed.append)
+            await settle(lambda: closed, 10, "the close")
+            return await asyncio.wait_for(cl, 10)
+
+    version, first, second, end = run(main())
+    assert [(c.end, c.head) for c in heads] == [(JobEnd.DONE, REQ), (JobEnd.DONE, REQ.replace(b"/a", b"/b"))]
+    assert [c.end for c in sent + closed] == [JobEnd.DONE] * 3
+    assert version in ("TLSv1.2", "TLSv1.3")
+    assert first == second == RESP
+    assert end == b""
+
+
+def test_pipelined_heads_in_one_record_are_read_from_the_session(net, pki, site):
+    """Two requests in one TLS record: OpenSSL holds the second once the first is read, so
+    the socket brings no event for it; the next head job must read it at once."""
+    w, src = net.tcp()
+    heads = []
+    two = REQ + REQ.replace(b"/a", b"/b")
+
+    def client():
+        tw = tls_client(pki, w)
+        tw.sendall(two)  # one write: one record
+        return tw
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            cl = asyncio.create_task(asyncio.to_thread(client))
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the first head")
+            head_job(e, src, heads.append, tls=False)
+            await settle(lambda: len(heads) == 2, 10, "the second head, with no new event")
+            (await asyncio.wait_for(cl, 10)).close()
+
+    run(main())
+    assert [c.head for c in heads] == [REQ, REQ.replace(b"/a", b"/b")]
+
+
+# ---- bodies: copied through the session, never spliced ----------------------------------
+
+def test_bodies_are_copied_both_ways_byte_exact(net, pki, site):
+    w, src = net.tcp()
+    origin, srv = net.tcp()
+    up = os.urandom(300_000)
+    down = os.urandom(700_000)
+    heads, jobs = [], []
+    head = b"POST /u HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % len(up)
+    rhead = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(down)
+
+    def client():
+        tw = tls_client(pki, w)
+        tw.sendall(head + up)
+        got = read_n(tw, len(rhead) + len(down))
+        tw.close()
+        return got
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=16384) as e:
+            e.tls_context(0, site)
+            cl = asyncio.create_task(asyncio.to_thread(client))
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the request head")
+            # the request body: TLS client -> plain server socket, copied
+            e.submit(src.fileno(), srv.fileno(), len(up), JOB_COPY, src_gen=e.gen(src), dst_gen=e.gen(srv),
+                     done=jobs.append)
+            got_up = await asyncio.wait_for(recv_exact(origin, len(up)), 10)
+            await settle(lambda: jobs, 10, "the request body's job")
+            # the response: plain server socket -> TLS client, its head first, copied
+            writer = asyncio.create_task(send(origin, down))
+            e.submit(srv.fileno(), src.fileno(), len(down), JOB_COPY, out=rhead, src_gen=e.gen(srv),
+                     dst_gen=e.gen(src), done=jobs.append)
+            await settle(lambda: len(jobs) == 2, 10, "the response body's job")
+            await writer
+            return got_up, await asyncio.wait_for(cl, 10)
+
+    got_up, got_down = run(main())
+    assert heads[0].head == head
+    assert [(c.end, c.bytes_fwd) for c in jobs] == [(JobEnd.DONE, len(up)), (JobEnd.DONE, len(down))]
+    assert hashlib.sha256(got_up).digest() == hashlib.sha256(up).digest()
+    assert got_down == rhead + down
+
+
+def test_a_spliced_body_on_a_session_is_refused(net, pki, site):
+    w, src = net.tcp()
+    origin, srv = net.tcp()
+    heads, jobs = [], []
+
+    def client():
+        tw = tls_client(pki, w)
+        tw.sendall(REQ + b"x" * 100)
+        return tw
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            cl = asyncio.create_task(asyncio.to_thread(client))
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            e.submit(src.fileno(), srv.fileno(), 100, 0, src_gen=e.gen(src), dst_gen=e.gen(srv), done=jobs.append)
+            await settle(lambda: jobs, 10, "the refusal")
+            (await asyncio.wait_for(cl, 10)).close()
+
+    run(main())
+    assert (jobs[0].end, jobs[0].errno, jobs[0].bytes_fwd) == (JobEnd.ERROR, 93, 0)  # EPROTONOSUPPORT
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+def test_garbage_instead_of_a_client_hello_fails_the_handshake(net, site):
+    w, src = net.tcp()
+    heads = []
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            w.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # plain HTTP to a TLS listener
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the failure")
+
+    run(main())
+    assert (heads[0].end, heads[0].errno) == (JobEnd.ERROR, 71)  # EPROTO
+    assert not heads[0].head  # no head byte: the handshake failed first
+
+
+def test_a_client_stalling_mid_handshake_times_out_as_a_head_would(net, site):
+    w, src = net.tcp()
+    heads = []
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            w.sendall(b"\x16\x03\x01\x00\xc8\x01")  # the first bytes of a ClientHello, then nothing
+            head_job(e, src, heads.append, first=0.3)
+            await settle(lambda: heads, 10, "the timeout")
+
+    run(main())
+    assert heads[0].end == JobEnd.TIMEOUT
+
+
+@pytest.mark.parametrize("notify", [True, False])
+def test_a_client_gone_before_its_head_ends_the_job_and_the_close_frees_the_session(net, pki, site, notify):
+    """The client ends its session with close_notify (unwrap) or just closes its socket:
+    either is the peer's end of stream, not an error."""
+    w, src = net.tcp()
+    heads, closed = [], []
+
+    def client():
+        tw = tls_client(pki, w)
+        if notify:
+            tw.unwrap()
+        tw.close()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            cl = asyncio.create_task(asyncio.to_thread(client))
+            head_job(e, src, heads.append)  # the handshake, then the client's close_notify
+            await settle(lambda: heads, 10, "the end")
+            close_job(e, src, closed.append)  # (unwrap() waits for the server's close_notify)
+            await settle(lambda: closed, 10, "the close")
+            await asyncio.wait_for(cl, 10)
+
+    run(main())
+    if notify:
+        assert heads[0].end == JobEnd.PEER_CLOSED
+    else:  # an end of stream; or a reset, when the client closed on unread session tickets
+        assert heads[0].end == JobEnd.PEER_CLOSED or (heads[0].end, heads[0].errno) == (JobEnd.ERROR, 104)
+    assert closed[0].end == JobEnd.DONE
