@@ -169,34 +169,38 @@ static ssize_t spl_tls_fail(SSL *ssl, int ret)
 	}
 }
 
+/* One SSL_peek, SSL_read (buf is written) or SSL_write (buf is read) of at most len bytes. */
+static int spl_tls_io(SSL *ssl, void *buf, size_t len, int op)
+{
+	int want = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
+
+	ERR_clear_error(); /* SSL_get_error() reads the queue: nothing stale in it */
+	errno = 0;
+	if (op == 0)
+		return SSL_peek(ssl, buf, want);
+	return op == 1 ? SSL_read(ssl, buf, want) : SSL_write(ssl, buf, want);
+}
+
 ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek)
 {
-	SSL *ssl = (SSL *)t;
-	int n, want = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
+	int n;
 
 	if (len == 0)
 		return 0;
-	ERR_clear_error();
-	errno = 0;
-	n = peek ? SSL_peek(ssl, buf, want) : SSL_read(ssl, buf, want);
-	if (n > 0)
-		return n;
-	return spl_tls_fail(ssl, n);
+	n = spl_tls_io((SSL *)t, buf, len, peek ? 0 : 1);
+	return n > 0 ? n : spl_tls_fail((SSL *)t, n);
 }
 
 ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 {
-	SSL *ssl = (SSL *)t;
-	int n, want = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
+	int n;
 
 	if (len == 0)
 		return 0;
-	ERR_clear_error();
-	errno = 0;
-	n = SSL_write(ssl, buf, want);
+	n = spl_tls_io((SSL *)t, (void *)buf, len, 2);
 	if (n > 0)
 		return n;
-	if (spl_tls_fail(ssl, n) == 0)
+	if (spl_tls_fail((SSL *)t, n) == 0)
 		errno = EPIPE; /* nothing can be written to a session that ended */
 	return -1;
 }

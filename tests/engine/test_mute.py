@@ -48,6 +48,16 @@ async def trickle(w: socket.socket, data: bytes, pieces: int) -> None:
         await asyncio.sleep(0.002)
 
 
+async def muted_window(eng, w: socket.socket, first: bytes, late: bytes):
+    """Sends `first` (the destination fills), waits until the engine stops, then trickles
+    `late` in SEGMENTS segments: the engine's stats (before, during) around the segments."""
+    await send(w, first)
+    before = await steady(eng)
+    await trickle(w, late, SEGMENTS)
+    await asyncio.sleep(0.1)
+    return before, eng.stats()
+
+
 def fill_pairs(net):
     """(w, src), (dst, r): the destination's buffers small, so that it fills early, and the
     source's large, so that the segments sent later arrive (and bring events) at once."""
@@ -64,11 +74,7 @@ def test_counted_body_is_not_run_by_source_bytes_while_destination_is_full(net, 
     async def main():
         async with engine(maxjobs=2, maxpipes=2) as eng:
             job = asyncio.create_task(eng.splice(SpliceJob(src.fileno(), dst.fileno(), max_bytes=n)))
-            await send(w, first)
-            before = await steady(eng)
-            await trickle(w, late, SEGMENTS)
-            await asyncio.sleep(0.1)
-            during = eng.stats()
+            before, during = await muted_window(eng, w, first, late)
             got = await asyncio.wait_for(recv_exact(r, n), 20)
             return before, during, await asyncio.wait_for(job, 5), got
 
@@ -91,12 +97,9 @@ def test_end_of_stream_arriving_while_muted_is_forwarded(net, blob):
         async with engine(maxjobs=2, maxpipes=2) as eng:
             job = asyncio.create_task(eng.splice(SpliceJob(src.fileno(), dst.fileno(), max_bytes=None,
                                                            shut_wr_on_eof=True)))
-            await send(w, first)
-            before = await steady(eng)
-            await trickle(w, late, SEGMENTS)
-            w.shutdown(socket.SHUT_WR)
-            await asyncio.sleep(0.1)
-            during = eng.stats()
+            before, during = await muted_window(eng, w, first, late)
+            w.shutdown(socket.SHUT_WR)  # the FIN too arrives while muted (a state change: one
+            # event for a muted socket's EPOLLOUT, which a tunnel's other way needs)
             got = await asyncio.wait_for(recv_to_eof(r), 20)
             return before, during, await asyncio.wait_for(job, 5), got
 
@@ -117,11 +120,7 @@ def test_tunnel_direction_is_muted_and_the_other_way_still_flows(net, blob):
     async def main():
         async with engine(maxjobs=2, maxpipes=4) as eng:
             job = asyncio.create_task(eng.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True)))
-            await send(wa, first)
-            before = await steady(eng)
-            await trickle(wa, late, SEGMENTS)
-            await asyncio.sleep(0.1)
-            during = eng.stats()
+            before, during = await muted_window(eng, wa, first, late)
             # the other way is not muted: it moves while a -> b still waits
             await send(rb, back, shut=True)
             echoed = await asyncio.wait_for(recv_exact(wa, len(back)), 10)

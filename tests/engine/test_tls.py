@@ -7,6 +7,7 @@ blocking socket with a timeout), trusting the test certificate; every wait is bo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import socket
@@ -52,6 +53,15 @@ def site(pki):
     ctx = TlsContext(str(pki[0] / "site.pem"))
     yield ctx
     ctx.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(site, client, **kw):
+    """An engine with `site` as TLS context 1, and `client` running on a thread: yields
+    (engine, the client's task)."""
+    async with engine(**kw) as e:
+        e.tls_context(0, site)
+        yield e, asyncio.create_task(asyncio.to_thread(client))
 
 
 def head_job(e, sock, done, first=5.0, tls=True):
@@ -136,9 +146,7 @@ def test_handshake_head_response_keep_alive_and_close_notify(net, pki, site):
         return version, first, second, end
 
     async def main():
-        async with engine(maxjobs=8, bufsize=4096) as e:
-            e.tls_context(0, site)
-            cl = asyncio.create_task(asyncio.to_thread(client))
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
             head_job(e, src, heads.append)
             await settle(lambda: heads, 10, "the first head")
             send_job(e, src, RESP, sent.append)
@@ -171,9 +179,7 @@ def test_pipelined_heads_in_one_record_are_read_from_the_session(net, pki, site)
         return tw
 
     async def main():
-        async with engine(maxjobs=8, bufsize=4096) as e:
-            e.tls_context(0, site)
-            cl = asyncio.create_task(asyncio.to_thread(client))
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
             head_job(e, src, heads.append)
             await settle(lambda: heads, 10, "the first head")
             head_job(e, src, heads.append, tls=False)
@@ -203,9 +209,7 @@ def test_bodies_are_copied_both_ways_byte_exact(net, pki, site):
         return got
 
     async def main():
-        async with engine(maxjobs=8, bufsize=16384) as e:
-            e.tls_context(0, site)
-            cl = asyncio.create_task(asyncio.to_thread(client))
+        async with serving(site, client, maxjobs=8, bufsize=16384) as (e, cl):
             head_job(e, src, heads.append)
             await settle(lambda: heads, 10, "the request head")
             # the request body: TLS client -> plain server socket, copied
@@ -239,9 +243,7 @@ def test_a_spliced_body_on_a_session_is_refused(net, pki, site):
         return tw
 
     async def main():
-        async with engine(maxjobs=8, bufsize=4096) as e:
-            e.tls_context(0, site)
-            cl = asyncio.create_task(asyncio.to_thread(client))
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
             head_job(e, src, heads.append)
             await settle(lambda: heads, 10, "the head")
             e.submit(src.fileno(), srv.fileno(), 100, 0, src_gen=e.gen(src), dst_gen=e.gen(srv), done=jobs.append)
@@ -299,9 +301,7 @@ def test_a_client_gone_before_its_head_ends_the_job_and_the_close_frees_the_sess
         tw.close()
 
     async def main():
-        async with engine(maxjobs=8, bufsize=4096) as e:
-            e.tls_context(0, site)
-            cl = asyncio.create_task(asyncio.to_thread(client))
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
             head_job(e, src, heads.append)  # the handshake, then the client's close_notify
             await settle(lambda: heads, 10, "the end")
             close_job(e, src, closed.append)  # (unwrap() waits for the server's close_notify)
