@@ -293,7 +293,9 @@ struct spl_job {
 	uint32_t tls_ctx;     /* 0, or 1 + the index of a context set with spl_engine_tls_ctx():
 	                       * head_fd is the server side of a TLS session with it (made on the
 	                       * first job naming it, kept while its generation lasts, so head_fd
-	                       * needs a non-zero generation); every read and write of a socket
+	                       * needs a non-zero generation, and every later job must name the
+	                       * socket with it: another generation, 0 included, means another
+	                       * socket, and ends the session); every read and write of a socket
 	                       * with a session goes through it, and a body on it is copied
 	                       * (SPL_JOB_COPY; a spliced or chunked one ends -EPROTONOSUPPORT) */
 };
