@@ -94,6 +94,8 @@ class SplicerProcess:
             while self.log().count(" serving on CPUs ") < workers and self.proc.poll() is None:
                 assert time.monotonic() < deadline, f"fewer than {workers} workers serving"
                 time.sleep(0.01)
+            if self.proc.poll() is not None and workers > 0:
+                raise AssertionError(f"splicer exited with {self.proc.returncode} while starting: {self.log()[-2000:]}")
         except BaseException:
             self.stop()  # a start that failed leaves no splicer behind (the fixture never saw it)
             raise

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import socket
@@ -12,11 +13,34 @@ import time
 from pathlib import Path
 
 
+_PORTS = (20000, 32000)
+"""free_port()'s range: below Linux's ephemeral ports (ip_local_port_range, 32768-60999 by
+default), which the kernel gives to every outgoing connection and to bind(port 0). A port
+found free there and bound a moment later by splicer could be taken meanwhile by any test's
+connect(): seen as `cannot bind 127.0.0.1:47427: Address already in use` under -n 2."""
+_next_port: list[int] = []
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing is bound to right now, for a server the test
+    starts: from _PORTS, in a slice of its own per xdist worker (PYTEST_XDIST_WORKER gwN), in
+    turn, so that no other test process and no outgoing connection picks it meanwhile."""
+    if not _next_port:
+        worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+        workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        span = (_PORTS[1] - _PORTS[0]) // workers
+        lo = _PORTS[0] + (worker % workers) * span
+        _next_port.extend([lo, lo, lo + span])  # (next, slice start, slice end)
+    for _ in range(_next_port[2] - _next_port[1]):
+        port = _next_port[0]
+        _next_port[0] = port + 1 if port + 1 < _next_port[2] else _next_port[1]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use (by something outside the tests): the next one
+            return port
+    raise RuntimeError(f"no free port in {_next_port[1]}-{_next_port[2] - 1}")
 
 
 def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0) -> None:
