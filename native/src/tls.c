@@ -103,6 +103,9 @@ int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size
 	 * (as haproxy and nginx read it; HTTP's own framing tells a cut message) */
 	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
+	/* records read in as the socket holds them, not header then body: measured 9 % less CPU
+	 * per keep-alive request (docs/tls.md); what is read ahead is pending (spl_tls_pending) */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	c = calloc(1, sizeof(*c));
