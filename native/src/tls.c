@@ -104,7 +104,8 @@ int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size
 	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
 	/* records read in as the socket holds them, not header then body: measured 9 % less CPU
-	 * per keep-alive request (docs/tls.md); what is read ahead is pending (spl_tls_pending) */
+	 * per keep-alive request (docs/tls.md); what is read ahead waits in the session, so the
+	 * engine never takes a TLS socket for empty (engine.c spl_saw_read) */
 	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -208,16 +209,6 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 	return -1;
 }
 
-int spl_tls_pending(const struct spl_tls *t)
-{
-	return SSL_has_pending((const SSL *)t);
-}
-
-int spl_tls_handshaken(const struct spl_tls *t)
-{
-	return SSL_is_init_finished((const SSL *)t);
-}
-
 void spl_tls_free(struct spl_tls *t, int notify)
 {
 	SSL *ssl = (SSL *)t;
@@ -278,18 +269,6 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 	(void)len;
 	errno = ENOTSUP;
 	return -1;
-}
-
-int spl_tls_pending(const struct spl_tls *t)
-{
-	(void)t;
-	return 0;
-}
-
-int spl_tls_handshaken(const struct spl_tls *t)
-{
-	(void)t;
-	return 0;
 }
 
 void spl_tls_free(struct spl_tls *t, int notify)

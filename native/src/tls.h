@@ -24,13 +24,6 @@ ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek);
  * socket is full; EPIPE: the session ended; EPROTO; the socket's error). */
 ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len);
 
-/* 1 when the session holds bytes already read from the socket (a record, decrypted or not):
- * a read may succeed though the socket brings no event. */
-int spl_tls_pending(const struct spl_tls *t);
-
-/* 1 once the handshake is complete. */
-int spl_tls_handshaken(const struct spl_tls *t);
-
 /* Frees the session; with `notify` and a complete handshake, first tries once to send
  * close_notify (never waits). */
 void spl_tls_free(struct spl_tls *t, int notify);
