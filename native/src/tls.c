@@ -27,9 +27,22 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#define SPL_TLS_NAME_MAX 256 /* a server name's bytes at most (DNS: 253) */
+
+/* One server name a bind answers with another context (SNI, haproxy's crt list). */
+struct spl_tls_sni {
+	char name[SPL_TLS_NAME_MAX]; /* lower case; "*.example.com" matches one label */
+	struct spl_tls_ctx *ctx;
+};
 
 struct spl_tls_ctx {
 	SSL_CTX *ctx;
+	struct spl_tls_sni *sni;     /* this context as a bind's default: the names it hands on */
+	uint32_t nsni, capsni;
+	uint8_t alpn[256];           /* protocols offered, ALPN wire format; alpn_len 0 = none */
+	uint32_t alpn_len;
 };
 
 /* "file: what (OpenSSL's reason)" into err[0..errlen); clears OpenSSL's error queue. */
@@ -124,7 +137,166 @@ void spl_tls_ctx_free(struct spl_tls_ctx *c)
 	if (c == NULL)
 		return;
 	SSL_CTX_free(c->ctx);
+	free(c->sni);
 	free(c);
+}
+
+/* The context that answers server name `name` (lower-cased into low[]): an exact name first,
+ * then a wildcard for its first label, else NULL (the default answers: haproxy's order). */
+static struct spl_tls_ctx *spl_tls_pick(const struct spl_tls_ctx *d, const char *name)
+{
+	char low[SPL_TLS_NAME_MAX];
+	const char *dot;
+	size_t i, n = strlen(name);
+	uint32_t k;
+
+	if (n == 0 || n >= sizeof(low))
+		return NULL;
+	for (i = 0; i <= n; i++)
+		low[i] = (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] - 'A' + 'a') : name[i];
+	for (k = 0; k < d->nsni; k++)
+		if (strcmp(d->sni[k].name, low) == 0)
+			return d->sni[k].ctx;
+	dot = strchr(low, '.');
+	if (dot == NULL || dot == low)
+		return NULL;
+	for (k = 0; k < d->nsni; k++)
+		if (d->sni[k].name[0] == '*' && strcmp(d->sni[k].name + 1, dot) == 0)
+			return d->sni[k].ctx;
+	return NULL;
+}
+
+/* OpenSSL's servername callback on a bind's default context: switches the session to the
+ * context of the name the client asked for; an unknown or absent name keeps the default. */
+static int spl_tls_servername(SSL *ssl, int *alert, void *arg)
+{
+	const struct spl_tls_ctx *d = arg;
+	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	struct spl_tls_ctx *c;
+
+	(void)alert;
+	if (name == NULL)
+		return SSL_TLSEXT_ERR_NOACK;
+	c = spl_tls_pick(d, name);
+	if (c != NULL && SSL_set_SSL_CTX(ssl, c->ctx) == NULL)
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static int spl_tls_alpn_pick(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+			     const unsigned char *in, unsigned int inlen, void *arg);
+
+int spl_tls_ctx_sni(struct spl_tls_ctx *dflt, const char *name, struct spl_tls_ctx *c)
+{
+	size_t i, n;
+
+	if (dflt == NULL || c == NULL || name == NULL)
+		return -EINVAL;
+	n = strlen(name);
+	if (n == 0 || n >= SPL_TLS_NAME_MAX || (name[0] == '*' && name[1] != '.'))
+		return -EINVAL;
+	if (dflt->nsni == dflt->capsni) {
+		uint32_t cap = dflt->capsni ? dflt->capsni * 2 : 8;
+		struct spl_tls_sni *t = realloc(dflt->sni, cap * sizeof(*t));
+
+		if (t == NULL)
+			return -ENOMEM;
+		dflt->sni = t;
+		dflt->capsni = cap;
+	}
+	for (i = 0; i <= n; i++)
+		dflt->sni[dflt->nsni].name[i] = (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] - 'A' + 'a') : name[i];
+	dflt->sni[dflt->nsni].ctx = c;
+	dflt->nsni++;
+	if (dflt->alpn_len > 0) /* the bind's protocols, whichever certificate answers */
+		SSL_CTX_set_alpn_select_cb(c->ctx, spl_tls_alpn_pick, dflt);
+	SSL_CTX_set_tlsext_servername_callback(dflt->ctx, spl_tls_servername);
+	SSL_CTX_set_tlsext_servername_arg(dflt->ctx, dflt);
+	return 0;
+}
+
+/* OpenSSL's ALPN callback: the first of the context's protocols the client offers; none in
+ * common: no ALPN in the answer, the handshake goes on (what haproxy does). */
+static int spl_tls_alpn_pick(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+			     const unsigned char *in, unsigned int inlen, void *arg)
+{
+	const struct spl_tls_ctx *c = arg;
+	unsigned char *sel;
+
+	(void)ssl;
+	if (SSL_select_next_proto(&sel, outlen, c->alpn, c->alpn_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len)
+{
+	uint32_t i;
+
+	if (c == NULL || len > sizeof(c->alpn) || (len > 0 && protos == NULL))
+		return -EINVAL;
+	for (i = 0; i < len; i += 1u + protos[i]) /* wire format: length-prefixed names */
+		if (protos[i] == 0 || i + 1u + protos[i] > len)
+			return -EINVAL;
+	memcpy(c->alpn, protos, len);
+	c->alpn_len = len;
+	/* the bind's protocols: on its default context and on those its names hand on to (the
+	 * session's context is the one SNI picked when ALPN is settled) */
+	SSL_CTX_set_alpn_select_cb(c->ctx, len ? spl_tls_alpn_pick : NULL, len ? c : NULL);
+	for (i = 0; i < c->nsni; i++)
+		SSL_CTX_set_alpn_select_cb(c->sni[i].ctx->ctx, len ? spl_tls_alpn_pick : NULL, len ? c : NULL);
+	return 0;
+}
+
+int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
+{
+	X509 *cert;
+	GENERAL_NAMES *sans;
+	size_t used = 0;
+	int i, n, count = 0;
+
+	if (c == NULL || out == NULL || outlen == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	cert = SSL_CTX_get0_certificate(c->ctx);
+	if (cert == NULL)
+		return 0;
+	sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	n = sans ? sk_GENERAL_NAME_num(sans) : 0;
+	for (i = 0; i < n; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		const unsigned char *dns;
+		int len;
+
+		if (g->type != GEN_DNS)
+			continue;
+		dns = ASN1_STRING_get0_data(g->d.dNSName);
+		len = ASN1_STRING_length(g->d.dNSName);
+		if (len <= 0 || (size_t)len >= SPL_TLS_NAME_MAX || memchr(dns, '\0', (size_t)len) != NULL)
+			continue;
+		if (used + (size_t)len + 2 > outlen)
+			break;
+		memcpy(out + used, dns, (size_t)len);
+		used += (size_t)len;
+		out[used++] = '\n';
+		out[used] = '\0';
+		count++;
+	}
+	GENERAL_NAMES_free(sans);
+	if (count == 0) { /* no DNS name among the alternative names: the subject's CN */
+		int k = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, out,
+						   (int)(outlen > 1 ? outlen - 1 : 0));
+
+		if (k > 0 && (size_t)k + 1 < outlen) {
+			out[k] = '\n';
+			out[k + 1] = '\0';
+			count = 1;
+		} else {
+			out[0] = '\0';
+		}
+	}
+	return count;
 }
 
 int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)
@@ -242,6 +414,30 @@ int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size
 void spl_tls_ctx_free(struct spl_tls_ctx *c)
 {
 	(void)c;
+}
+
+int spl_tls_ctx_sni(struct spl_tls_ctx *dflt, const char *name, struct spl_tls_ctx *c)
+{
+	(void)dflt;
+	(void)name;
+	(void)c;
+	return -ENOTSUP;
+}
+
+int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len)
+{
+	(void)c;
+	(void)protos;
+	(void)len;
+	return -ENOTSUP;
+}
+
+int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
+{
+	(void)c;
+	(void)out;
+	(void)outlen;
+	return -ENOTSUP;
 }
 
 int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)

@@ -641,6 +641,43 @@ class TlsContext:
         if rc != 0:
             raise TlsError(ffi.string(err).decode("utf-8", "replace") or os.strerror(-rc))
         self._c = out[0]
+        self._others: list[TlsContext] = []  # the contexts sni() hands names on to
+
+    def names(self) -> list[str]:
+        """The server names its certificate answers to: its subjectAltName DNS names, or its
+        subject's CN when it has none (spl_tls_ctx_names)."""
+        buf = ffi.new("char[8192]")
+        rc = lib.spl_tls_ctx_names(self._c, buf, 8192)
+        if rc < 0:
+            _raise(rc, "spl_tls_ctx_names")
+        return ffi.string(buf).decode("ascii", "replace").splitlines()
+
+    def sni(self, name: str, other: "TlsContext") -> None:
+        """As the default context of a bind, answer server name `name` (exact, or "*.x" for
+        one first label) with `other`, which must outlive this one (spl_tls_ctx_sni).
+
+        Raises:
+            EngineError: an empty, too long or malformed name (EINVAL).
+        """
+        self._others.append(other)
+        rc = lib.spl_tls_ctx_sni(self._c, name.encode("ascii"), other._c)
+        if rc != 0:
+            _raise(rc, "spl_tls_ctx_sni")
+
+    def alpn(self, protocols: list[str]) -> None:
+        """Offer `protocols` in ALPN, in order of preference (haproxy's `alpn`); [] offers
+        none (spl_tls_ctx_alpn).
+
+        Raises:
+            EngineError: a name empty or over 255 bytes, or a list over 255 bytes (EINVAL).
+        """
+        wire = b"".join(bytes([len(p)]) + p for p in (x.encode("ascii") for x in protocols)
+                        if 0 < len(p) < 256)
+        if len(wire) != sum(1 + len(x) for x in protocols):
+            raise EngineError(_errno.EINVAL, "spl_tls_ctx_alpn: a protocol name empty or over 255 bytes")
+        rc = lib.spl_tls_ctx_alpn(self._c, wire, len(wire))
+        if rc != 0:
+            _raise(rc, "spl_tls_ctx_alpn")
 
     def close(self) -> None:
         """Free the context (once no engine uses it any more)."""

@@ -49,6 +49,24 @@ def pki(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def farm_certs(tmp_path_factory):
+    """Three certificates for SNI, each a context: the default (CN localhost), a.example (a
+    DNS subjectAltName) and *.w.example (a wildcard); and their folder (all.crt: the three)."""
+    d = tmp_path_factory.mktemp("sni")
+    for name, cn, san in (("dflt", "localhost", None), ("a", "a.example", "DNS:a.example"),
+                          ("w", "w-wild", "DNS:*.w.example")):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.crt"), "-days", "2",
+                        "-subj", f"/CN={cn}"] + (["-addext", f"subjectAltName={san}"] if san else []),
+                       check=True, capture_output=True)
+    (d / "all.crt").write_bytes(b"".join((d / f"{n}.crt").read_bytes() for n in ("dflt", "a", "w")))
+    ctxs = {n: TlsContext(str(d / f"{n}.crt"), str(d / f"{n}.key")) for n in ("dflt", "a", "w")}
+    yield ctxs, d
+    for c in ctxs.values():
+        c.close()
+
+
+@pytest.fixture(scope="module")
 def site(pki):
     ctx = TlsContext(str(pki[0] / "site.pem"))
     yield ctx
@@ -314,3 +332,87 @@ def test_a_client_gone_before_its_head_ends_the_job_and_the_close_frees_the_sess
     else:  # an end of stream; or a reset, when the client closed on unread session tickets
         assert heads[0].end == JobEnd.PEER_CLOSED or (heads[0].end, heads[0].errno) == (JobEnd.ERROR, 104)
     assert closed[0].end == JobEnd.DONE
+
+
+# ---- SNI and ALPN -------------------------------------------------------------------------
+
+def test_names_of_a_certificate(farm_certs):
+    ctxs, _ = farm_certs
+    assert ctxs["a"].names() == ["a.example"]
+    assert ctxs["w"].names() == ["*.w.example"]  # alternative names, not the CN
+    assert ctxs["dflt"].names() == ["localhost"]  # no alternative name: the CN
+
+
+def served_cn(farm_certs, net, default, server_name, alpn=None):
+    """Handshake through the engine with `default` as the bind's context, the client
+    offering `alpn`: the CN of the certificate served for `server_name` (the client checks
+    the chain against the three certificates, not the name) and the protocol selected."""
+    client_ctx = ssl.create_default_context(cafile=str(farm_certs[1] / "all.crt"))
+    client_ctx.check_hostname = False
+    if alpn is not None:
+        client_ctx.set_alpn_protocols(alpn)
+    w, src = net.tcp()
+    heads = []
+
+    def client():
+        w.setblocking(True)
+        w.settimeout(10)
+        tw = client_ctx.wrap_socket(w, server_hostname=server_name)
+        cn = dict(x[0] for x in tw.getpeercert()["subject"])["commonName"]
+        proto = tw.selected_alpn_protocol()
+        tw.sendall(REQ)
+        tw.close()
+        return cn, proto
+
+    async def main():
+        async with serving(default, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            return await asyncio.wait_for(cl, 10)
+
+    got = run(main())
+    assert heads[0].head == REQ
+    return got
+
+
+@pytest.mark.parametrize("server_name,cn", [
+    ("a.example", "a.example"), ("A.Example", "a.example"),   # exact, in any case
+    ("x.w.example", "w-wild"), ("y.W.example", "w-wild"),     # one label under the wildcard
+    ("w.example", "localhost"), ("x.y.w.example", "localhost"),  # not covered: the default
+    ("unknown.example", "localhost"), (None, "localhost"),    # unknown, or no SNI at all
+])
+def test_sni_picks_the_certificate_as_haproxy_does(net, farm_certs, sni_default, server_name, cn):
+    assert served_cn(farm_certs, net, sni_default, server_name)[0] == cn
+
+
+@pytest.fixture(scope="module")
+def sni_default(farm_certs):
+    """A default context of its own (the dflt certificate) answering a.example and
+    *.w.example with the other two, offering http/1.1 in ALPN."""
+    ctxs, d = farm_certs
+    c = TlsContext(str(d / "dflt.crt"), str(d / "dflt.key"))
+    c.sni("a.example", ctxs["a"])
+    c.sni("*.w.example", ctxs["w"])
+    c.alpn(["http/1.1"])
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("server_name,cn", [("a.example", "a.example"), (None, "localhost")])
+@pytest.mark.parametrize("offered,selected", [
+    (["h2", "http/1.1"], "http/1.1"),  # only what splicer speaks
+    (["h2"], None),                    # nothing in common: no ALPN, the handshake goes on
+])
+def test_alpn_selects_http_1_1_only(net, farm_certs, sni_default, offered, selected, server_name, cn):
+    """The bind's protocols, whichever of its certificates SNI picked."""
+    assert served_cn(farm_certs, net, sni_default, server_name, alpn=offered) == (cn, selected)
+
+
+def test_bad_sni_names_and_alpn_lists_are_refused(farm_certs):
+    ctxs, _ = farm_certs
+    for name in ("", "*x.example", "a" * 300):
+        with pytest.raises(OSError):
+            ctxs["dflt"].sni(name, ctxs["a"])
+    for protocols in ([""], ["x" * 256]):
+        with pytest.raises(OSError):
+            ctxs["dflt"].alpn(protocols)

@@ -183,6 +183,25 @@ int spl_tls_ctx_new(const char *cert_file, const char *key_file, char *err, size
 		    struct spl_tls_ctx **out);
 void spl_tls_ctx_free(struct spl_tls_ctx *c);
 
+/* Makes the bind whose default context is `dflt` answer server name `name` (SNI, RFC 6066
+ * section 3) with context c: an exact name ("www.example.com", any case), or a wildcard for
+ * one first label ("*.example.com"); an exact name wins over a wildcard, and a name that
+ * none matches, or no name, gets dflt (haproxy's certificate selection). Done at start,
+ * before any session; c must outlive dflt. -EINVAL for an empty, too long or bad name. */
+int spl_tls_ctx_sni(struct spl_tls_ctx *dflt, const char *name, struct spl_tls_ctx *c);
+
+/* The protocols the context offers in ALPN (RFC 7301), in the protocol's wire format
+ * (length-prefixed names, "\x08http/1.1"), for the whole bind it is the default context of
+ * (the contexts spl_tls_ctx_sni() hands names on to offer the same); the first of them the
+ * client offers is selected; none in common, or len 0 (no `alpn`): the answer has no ALPN. -EINVAL for a
+ * malformed list or one over 255 bytes. */
+int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len);
+
+/* The server names of the context's certificate, one per line, into out[0..outlen): its
+ * subjectAltName DNS names, or its subject's CN when it has none (what haproxy's `crt`
+ * answers to without a crt-list filter). Returns how many, or -errno. */
+int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen);
+
 /* ---- the engine ------------------------------------------------------------------------ */
 
 /* Job flags (struct spl_job.flags). */
