@@ -249,6 +249,37 @@ int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len)
 	return 0;
 }
 
+int spl_tls_ctx_tune(struct spl_tls_ctx *c, uint32_t min_ver, uint32_t max_ver, const char *ciphers,
+		     const char *suites, const char *curves, uint32_t cache_size, uint32_t lifetime_s,
+		     char *err, size_t errlen)
+{
+	if (c == NULL)
+		return -EINVAL;
+	ERR_clear_error();
+	if ((min_ver && SSL_CTX_set_min_proto_version(c->ctx, (int)min_ver) != 1) ||
+	    (max_ver && SSL_CTX_set_max_proto_version(c->ctx, (int)max_ver) != 1)) {
+		spl_tls_error(err, errlen, "unknown TLS version", "ssl-min-ver/ssl-max-ver");
+		return -EINVAL;
+	}
+	if (ciphers != NULL && ciphers[0] != '\0' && SSL_CTX_set_cipher_list(c->ctx, ciphers) != 1) {
+		spl_tls_error(err, errlen, "no cipher of the list is known", ciphers);
+		return -EINVAL;
+	}
+	if (suites != NULL && suites[0] != '\0' && SSL_CTX_set_ciphersuites(c->ctx, suites) != 1) {
+		spl_tls_error(err, errlen, "no TLS 1.3 cipher suite of the list is known", suites);
+		return -EINVAL;
+	}
+	if (curves != NULL && curves[0] != '\0' && SSL_CTX_set1_groups_list(c->ctx, curves) != 1) {
+		spl_tls_error(err, errlen, "unknown curve", curves);
+		return -EINVAL;
+	}
+	if (cache_size != 0)
+		SSL_CTX_sess_set_cache_size(c->ctx, cache_size);
+	if (lifetime_s != 0)
+		SSL_CTX_set_timeout(c->ctx, (long)lifetime_s);
+	return 0;
+}
+
 int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 {
 	X509 *cert;
@@ -437,6 +468,23 @@ int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 	(void)c;
 	(void)out;
 	(void)outlen;
+	return -ENOTSUP;
+}
+
+int spl_tls_ctx_tune(struct spl_tls_ctx *c, uint32_t min_ver, uint32_t max_ver, const char *ciphers,
+		     const char *suites, const char *curves, uint32_t cache_size, uint32_t lifetime_s,
+		     char *err, size_t errlen)
+{
+	(void)c;
+	(void)min_ver;
+	(void)max_ver;
+	(void)ciphers;
+	(void)suites;
+	(void)curves;
+	(void)cache_size;
+	(void)lifetime_s;
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "splicer was built without OpenSSL (libssl-dev)");
 	return -ENOTSUP;
 }
 

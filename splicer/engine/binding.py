@@ -679,6 +679,31 @@ class TlsContext:
         if rc != 0:
             _raise(rc, "spl_tls_ctx_alpn")
 
+    VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+    """haproxy's names of the TLS versions splicer speaks (ssl-min-ver / ssl-max-ver)."""
+
+    def tune(self, min_ver: str | None = None, max_ver: str | None = None, ciphers: str | None = None,
+             ciphersuites: str | None = None, curves: str | None = None, cache_size: int = 0,
+             lifetime: int = 0) -> None:
+        """Versions (haproxy's ssl-min-ver / ssl-max-ver: "TLSv1.2", "TLSv1.3"), the TLS 1.2
+        cipher list (`ciphers`), the TLS 1.3 suites (`ciphersuites`), the groups (`curves`),
+        the session cache's entries (`tune.ssl.cachesize`) and a session's lifetime in
+        seconds (`tune.ssl.lifetime`); None or 0 leaves OpenSSL's (spl_tls_ctx_tune).
+
+        Raises:
+            TlsError: an unknown version, cipher, suite or curve, with OpenSSL's reason.
+        """
+        vers = []
+        for v in (min_ver, max_ver):
+            if v is not None and v not in self.VERSIONS:
+                raise TlsError(f"unknown TLS version {v!r} (splicer speaks {', '.join(self.VERSIONS)})")
+            vers.append(self.VERSIONS.get(v, 0))
+        err = ffi.new("char[512]")
+        enc = [x.encode("ascii") if x else ffi.NULL for x in (ciphers, ciphersuites, curves)]
+        rc = lib.spl_tls_ctx_tune(self._c, vers[0], vers[1], *enc, cache_size, lifetime, err, 512)
+        if rc != 0:
+            raise TlsError(ffi.string(err).decode("utf-8", "replace") or os.strerror(-rc))
+
     def close(self) -> None:
         """Free the context (once no engine uses it any more)."""
         if self._c is not None:

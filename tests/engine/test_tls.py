@@ -416,3 +416,91 @@ def test_bad_sni_names_and_alpn_lists_are_refused(farm_certs):
     for protocols in ([""], ["x" * 256]):
         with pytest.raises(OSError):
             ctxs["dflt"].alpn(protocols)
+
+
+# ---- versions, ciphers, session resumption -----------------------------------------------
+
+def exchange(net, pki, server_ctx, client_ctx=None, session=None):
+    """One request and response over a session through the engine: (version, cipher,
+    session, reused) as the client saw them; raises the client's SSLError."""
+    client_ctx = client_ctx or pki[1]
+    w, src = net.tcp()
+    heads, sent = [], []
+
+    def client():
+        w.setblocking(True)
+        w.settimeout(10)
+        tw = client_ctx.wrap_socket(w, server_hostname="localhost", session=session)
+        try:
+            tw.sendall(REQ)
+            assert read_n(tw, len(RESP)) == RESP  # (a TLS 1.3 ticket comes before it)
+            return tw.version(), tw.cipher()[0], tw.session, tw.session_reused
+        finally:
+            tw.close()
+
+    async def main():
+        async with serving(server_ctx, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads or cl.done(), 10, "the head or the client's end")
+            if heads and heads[0].end == JobEnd.DONE:
+                send_job(e, src, RESP, sent.append)
+            return await asyncio.wait_for(cl, 10)
+
+    return run(main())
+
+
+@pytest.fixture
+def tuned(pki):
+    """Factory: the site's certificate in a context tuned with tune(**kw); closed after."""
+    made = []
+
+    def make(**kw) -> TlsContext:
+        made.append(TlsContext(str(pki[0] / "site.pem")))
+        made[-1].tune(**kw)
+        return made[-1]
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_version_floor_and_ceiling(net, pki, tuned):
+    old_client = ssl.create_default_context(cafile=str(pki[0] / "site.crt"))
+    old_client.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises(ssl.SSLError):  # a TLS 1.2 client and a TLS 1.3 floor: no handshake
+        exchange(net, pki, tuned(min_ver="TLSv1.3"), old_client)
+    assert exchange(net, pki, tuned(max_ver="TLSv1.2"))[0] == "TLSv1.2"
+    assert exchange(net, pki, tuned())[0] == "TLSv1.3"
+    assert exchange(net, pki, tuned(), old_client)[0] == "TLSv1.2"  # the default floor: 1.2
+
+
+def test_cipher_list_and_suites_are_what_is_negotiated(net, pki, tuned):
+    assert exchange(net, pki, tuned(max_ver="TLSv1.2", ciphers="ECDHE-ECDSA-CHACHA20-POLY1305"))[1] == \
+        "ECDHE-ECDSA-CHACHA20-POLY1305"
+    assert exchange(net, pki, tuned(ciphersuites="TLS_CHACHA20_POLY1305_SHA256"))[1] == \
+        "TLS_CHACHA20_POLY1305_SHA256"
+    assert exchange(net, pki, tuned(ciphersuites="TLS_AES_128_GCM_SHA256", curves="P-256"))[1] == \
+        "TLS_AES_128_GCM_SHA256"
+
+
+def test_unknown_versions_ciphers_and_curves_are_refused_with_the_reason(pki):
+    ctx = TlsContext(str(pki[0] / "site.pem"))
+    with pytest.raises(TlsError, match=r"unknown TLS version 'TLSv1\.0'"):
+        ctx.tune(min_ver="TLSv1.0")
+    with pytest.raises(TlsError, match=r"NOPE-CIPHER: no cipher of the list is known"):
+        ctx.tune(ciphers="NOPE-CIPHER")
+    with pytest.raises(TlsError, match=r"TLS_NOPE: no TLS 1.3 cipher suite of the list is known"):
+        ctx.tune(ciphersuites="TLS_NOPE")
+    with pytest.raises(TlsError, match=r"P-999: unknown curve"):
+        ctx.tune(curves="P-999")
+    ctx.close()
+
+
+@pytest.mark.parametrize("version", ["TLSv1.2", "TLSv1.3"])
+def test_a_second_connection_resumes_the_first_session(net, pki, tuned, version):
+    """Session resumption (a TLS 1.2 session cache entry, a TLS 1.3 ticket): a full
+    handshake once, then a resumed one."""
+    server = tuned(max_ver=version)
+    first = exchange(net, pki, server)
+    assert first[0] == version and not first[3]
+    second = exchange(net, pki, server, session=first[2])
+    assert second[3], "the second handshake was a full one"

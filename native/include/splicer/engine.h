@@ -202,6 +202,17 @@ int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len)
  * answers to without a crt-list filter). Returns how many, or -errno. */
 int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen);
 
+/* TLS versions (SSL_CTX_set_{min,max}_proto_version values: 0x0303 TLS 1.2, 0x0304 TLS 1.3;
+ * 0 = leave: TLS 1.2 floor, no ceiling; haproxy's ssl-min-ver / ssl-max-ver), the TLS 1.2
+ * cipher list (OpenSSL's syntax; haproxy's `ciphers`), the TLS 1.3 cipher suites
+ * (`ciphersuites`), the key exchange groups (`curves`) (NULL or "" = OpenSSL's defaults),
+ * the session cache's entries (`tune.ssl.cachesize`; 0 = OpenSSL's 20,480) and a session's
+ * lifetime in seconds (`tune.ssl.lifetime`; 0 = OpenSSL's 300). Returns 0, or -EINVAL with
+ * the reason in err[0..errlen) (an unknown version, cipher, suite or curve). */
+int spl_tls_ctx_tune(struct spl_tls_ctx *c, uint32_t min_ver, uint32_t max_ver, const char *ciphers,
+		     const char *suites, const char *curves, uint32_t cache_size, uint32_t lifetime_s,
+		     char *err, size_t errlen);
+
 /* ---- the engine ------------------------------------------------------------------------ */
 
 /* Job flags (struct spl_job.flags). */
