@@ -2509,6 +2509,16 @@ int spl_credit(struct spl_engine *e, uint64_t head_id, int cli_fd, uint64_t id, 
 	return rc;
 }
 
+int spl_tls_info(const struct spl_engine *e, int fd, uint32_t gen, struct spl_tls_info *out)
+{
+	struct spl_tls *t;
+
+	if (e == NULL || out == NULL)
+		return -EINVAL;
+	t = spl_tls_of(e, fd, gen);
+	return t == NULL ? -ENOENT : spl_tls_info_of(t, out);
+}
+
 int spl_engine_tls_ctx(struct spl_engine *e, uint32_t idx, struct spl_tls_ctx *c)
 {
 	if (e == NULL || c == NULL || idx >= SPL_TLS_CTXS)

@@ -24,7 +24,9 @@
 #include "tls.h"
 
 #ifdef SPL_HAVE_TLS
+#include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -43,6 +45,14 @@ struct spl_tls_ctx {
 	uint32_t nsni, capsni;
 	uint8_t alpn[256];           /* protocols offered, ALPN wire format; alpn_len 0 = none */
 	uint32_t alpn_len;
+};
+
+/* A connection's session: OpenSSL's, and what its handshake settled, kept once it completed
+ * (spl_tls_info: read by the caller after the completion of the job that did the handshake). */
+struct spl_tls {
+	SSL *ssl;
+	int captured;
+	struct spl_tls_info info;
 };
 
 /* "file: what (OpenSSL's reason)" into err[0..errlen); clears OpenSSL's error queue. */
@@ -280,6 +290,46 @@ int spl_tls_ctx_tune(struct spl_tls_ctx *c, uint32_t min_ver, uint32_t max_ver, 
 	return 0;
 }
 
+int spl_tls_ctx_verify(struct spl_tls_ctx *c, uint32_t mode, const char *ca_file, const char *crl_file,
+		       char *err, size_t errlen)
+{
+	STACK_OF(X509_NAME) *names;
+
+	if (c == NULL || mode > SPL_TLS_VERIFY_REQUIRED)
+		return -EINVAL;
+	ERR_clear_error();
+	if (mode == SPL_TLS_VERIFY_NONE) {
+		SSL_CTX_set_verify(c->ctx, SSL_VERIFY_NONE, NULL);
+		return 0;
+	}
+	if (ca_file == NULL || ca_file[0] == '\0') {
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "verify %s needs a ca-file", mode == SPL_TLS_VERIFY_REQUIRED ? "required" : "optional");
+		return -EINVAL;
+	}
+	if (SSL_CTX_load_verify_locations(c->ctx, ca_file, NULL) != 1) {
+		spl_tls_error(err, errlen, "cannot load the CA certificates", ca_file);
+		return -EINVAL;
+	}
+	names = SSL_load_client_CA_file(ca_file); /* the CAs named in the certificate request */
+	if (names != NULL)
+		SSL_CTX_set_client_CA_list(c->ctx, names);
+	if (crl_file != NULL && crl_file[0] != '\0') {
+		X509_STORE *store = SSL_CTX_get_cert_store(c->ctx);
+		X509_LOOKUP *lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+
+		if (lookup == NULL || X509_load_crl_file(lookup, crl_file, X509_FILETYPE_PEM) <= 0) {
+			spl_tls_error(err, errlen, "cannot load the CRL", crl_file);
+			return -EINVAL;
+		}
+		X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL);
+	}
+	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER |
+			   (mode == SPL_TLS_VERIFY_REQUIRED ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), NULL);
+	ERR_clear_error();
+	return 0;
+}
+
 int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 {
 	X509 *cert;
@@ -332,21 +382,79 @@ int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 
 int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)
 {
-	SSL *ssl;
+	struct spl_tls *t = calloc(1, sizeof(*t));
 
+	if (t == NULL)
+		return -ENOMEM;
 	ERR_clear_error();
-	ssl = SSL_new(c->ctx);
-	if (ssl == NULL) {
+	t->ssl = SSL_new(c->ctx);
+	if (t->ssl == NULL || SSL_set_fd(t->ssl, fd) != 1) {
 		ERR_clear_error();
+		SSL_free(t->ssl);
+		free(t);
 		return -ENOMEM;
 	}
-	if (SSL_set_fd(ssl, fd) != 1) {
-		ERR_clear_error();
-		SSL_free(ssl);
-		return -EINVAL;
+	SSL_set_accept_state(t->ssl);
+	*out = t;
+	return 0;
+}
+
+/* A distinguished name as one line ("/C=FR/O=x/CN=y", haproxy's ssl_c_s_dn form). */
+static void spl_tls_dn(X509_NAME *name, char *out, size_t outlen)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int n;
+
+	out[0] = '\0';
+	if (b == NULL)
+		return;
+	if (X509_NAME_print_ex(b, name, 0, XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
+		n = BIO_read(b, out, (int)outlen - 1);
+		out[n > 0 ? n : 0] = '\0';
 	}
-	SSL_set_accept_state(ssl);
-	*out = (struct spl_tls *)ssl;
+	BIO_free(b);
+}
+
+/* Keeps what the completed handshake settled (struct spl_tls_info), once. */
+static void spl_tls_capture(struct spl_tls *t)
+{
+	struct spl_tls_info *i = &t->info;
+	const char *v;
+	const unsigned char *alpn;
+	unsigned int alen, mdlen;
+	X509 *peer;
+
+	t->captured = 1;
+	i->version = (uint32_t)SSL_version(t->ssl);
+	i->reused = (uint32_t)SSL_session_reused(t->ssl);
+	v = SSL_get_cipher_name(t->ssl);
+	snprintf(i->cipher, sizeof(i->cipher), "%s", v ? v : "");
+	v = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+	snprintf(i->sni, sizeof(i->sni), "%s", v ? v : "");
+	SSL_get0_alpn_selected(t->ssl, &alpn, &alen);
+	if (alen >= sizeof(i->alpn))
+		alen = sizeof(i->alpn) - 1;
+	memcpy(i->alpn, alpn, alen);
+	i->alpn[alen] = '\0';
+	i->verify = (int32_t)SSL_get_verify_result(t->ssl);
+	peer = SSL_get1_peer_certificate(t->ssl);
+	if (peer != NULL) {
+		i->cert_used = 1;
+		spl_tls_dn(X509_get_subject_name(peer), i->c_s_dn, sizeof(i->c_s_dn));
+		spl_tls_dn(X509_get_issuer_name(peer), i->c_i_dn, sizeof(i->c_i_dn));
+		mdlen = sizeof(i->c_sha1);
+		if (X509_digest(peer, EVP_sha1(), i->c_sha1, &mdlen) != 1)
+			memset(i->c_sha1, 0, sizeof(i->c_sha1));
+		X509_free(peer);
+	}
+	ERR_clear_error();
+}
+
+int spl_tls_info_of(const struct spl_tls *t, struct spl_tls_info *out)
+{
+	if (t == NULL || !t->captured)
+		return -ENOENT;
+	*out = t->info;
 	return 0;
 }
 
@@ -394,8 +502,10 @@ ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek)
 
 	if (len == 0)
 		return 0;
-	n = spl_tls_io((SSL *)t, buf, len, peek ? 0 : 1);
-	return n > 0 ? n : spl_tls_fail((SSL *)t, n);
+	n = spl_tls_io(t->ssl, buf, len, peek ? 0 : 1);
+	if (n > 0 && !t->captured)
+		spl_tls_capture(t); /* the first bytes: the handshake is through */
+	return n > 0 ? n : spl_tls_fail(t->ssl, n);
 }
 
 ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
@@ -404,24 +514,23 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 
 	if (len == 0)
 		return 0;
-	n = spl_tls_io((SSL *)t, (void *)buf, len, 2);
+	n = spl_tls_io(t->ssl, (void *)buf, len, 2);
 	if (n > 0)
 		return n;
-	if (spl_tls_fail((SSL *)t, n) == 0)
+	if (spl_tls_fail(t->ssl, n) == 0)
 		errno = EPIPE; /* nothing can be written to a session that ended */
 	return -1;
 }
 
 void spl_tls_free(struct spl_tls *t, int notify)
 {
-	SSL *ssl = (SSL *)t;
-
-	if (ssl == NULL)
+	if (t == NULL)
 		return;
-	if (notify && SSL_is_init_finished(ssl))
-		(void)SSL_shutdown(ssl); /* one try at close_notify: the socket may be full or gone */
+	if (notify && SSL_is_init_finished(t->ssl))
+		(void)SSL_shutdown(t->ssl); /* one try at close_notify: the socket may be full or gone */
 	ERR_clear_error();
-	SSL_free(ssl);
+	SSL_free(t->ssl);
+	free(t);
 }
 
 #else /* !SPL_HAVE_TLS: built without OpenSSL's headers */
@@ -468,6 +577,25 @@ int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 	(void)c;
 	(void)out;
 	(void)outlen;
+	return -ENOTSUP;
+}
+
+int spl_tls_ctx_verify(struct spl_tls_ctx *c, uint32_t mode, const char *ca_file, const char *crl_file,
+		       char *err, size_t errlen)
+{
+	(void)c;
+	(void)mode;
+	(void)ca_file;
+	(void)crl_file;
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "splicer was built without OpenSSL (libssl-dev)");
+	return -ENOTSUP;
+}
+
+int spl_tls_info_of(const struct spl_tls *t, struct spl_tls_info *out)
+{
+	(void)t;
+	(void)out;
 	return -ENOTSUP;
 }
 

@@ -10,6 +10,7 @@
 
 struct spl_tls_ctx;
 struct spl_tls;
+struct spl_tls_info;
 
 /* A session on the connected socket fd, server side (accept state): 0 and *out, or -errno. */
 int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out);
@@ -23,6 +24,10 @@ ssize_t spl_tls_recv(struct spl_tls *t, void *buf, size_t len, int peek);
 /* send(2) on the session: > 0 bytes written (a part, maybe), -1 with errno (EAGAIN: the
  * socket is full; EPIPE: the session ended; EPROTO; the socket's error). */
 ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len);
+
+/* What the session's handshake settled (engine.h struct spl_tls_info): 0 and *out once a
+ * read through it succeeded (the handshake is through), else -ENOENT. */
+int spl_tls_info_of(const struct spl_tls *t, struct spl_tls_info *out);
 
 /* Frees the session; with `notify` and a complete handshake, first tries once to send
  * close_notify (never waits). */

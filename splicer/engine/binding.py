@@ -505,6 +505,21 @@ class EngineHandle:
         if rc != 0:
             _raise(rc, "spl_engine_tls_ctx")
 
+    def tls_info(self, fd: int, gen: int) -> "TlsInfo | None":
+        """What the handshake of the TLS session on `fd` (generation `gen`) settled, once the
+        job that completed it was reaped; None: no session, or no handshake through yet
+        (spl_tls_info)."""
+        out = ffi.new("struct spl_tls_info *")
+        if self._e is None or lib.spl_tls_info(self._e, fd, gen, out) != 0:
+            return None
+        return TlsInfo({0x0303: "TLSv1.2", 0x0304: "TLSv1.3"}.get(out.version, hex(out.version)),
+                       bool(out.reused), ffi.string(out.cipher).decode("ascii", "replace"),
+                       ffi.string(out.sni).decode("ascii", "replace"),
+                       ffi.string(out.alpn).decode("ascii", "replace"), bool(out.cert_used), out.verify,
+                       ffi.string(out.c_s_dn).decode("utf-8", "replace"),
+                       ffi.string(out.c_i_dn).decode("utf-8", "replace"),
+                       bytes(ffi.buffer(out.c_sha1, 20)) if out.cert_used else b"")
+
     def cancel(self, job_id: int) -> bool:
         """Ask the engine to stop a job; False when its queue is full (reap, then retry).
 
@@ -623,6 +638,26 @@ TLS = bool(lib.spl_tls_available())
 """True when the engine was built with OpenSSL (native/src/tls.c); False: every TLS call fails."""
 
 
+@dataclass(frozen=True, slots=True)
+class TlsInfo:
+    """What a TLS session's handshake settled (C struct spl_tls_info), for haproxy's fetches:
+    version (ssl_fc_protocol: "TLSv1.2", "TLSv1.3"), reused (ssl_fc_session_reused), cipher
+    (ssl_fc_cipher), sni (ssl_fc_sni, "" = none), alpn (ssl_fc_alpn), cert_used
+    (ssl_c_used), verify (ssl_c_verify: the X509_V_* result, 0 = OK), c_s_dn / c_i_dn
+    (ssl_c_s_dn / ssl_c_i_dn), c_sha1 (ssl_c_sha1: 20 bytes, b"" without a certificate)."""
+
+    version: str
+    reused: bool
+    cipher: str
+    sni: str
+    alpn: str
+    cert_used: bool
+    verify: int
+    c_s_dn: str
+    c_i_dn: str
+    c_sha1: bytes
+
+
 class TlsContext:
     """A server-side TLS context of the engine (OpenSSL's SSL_CTX, native/src/tls.c): one
     certificate chain and its private key from PEM files, checked to match (haproxy's `crt`:
@@ -678,6 +713,24 @@ class TlsContext:
         rc = lib.spl_tls_ctx_alpn(self._c, wire, len(wire))
         if rc != 0:
             _raise(rc, "spl_tls_ctx_alpn")
+
+    def verify(self, mode: str, ca_file: str | None = None, crl_file: str | None = None) -> None:
+        """Client certificates: haproxy's bind `verify none|optional|required` with `ca-file`
+        and `crl-file` (spl_tls_ctx_verify).
+
+        Raises:
+            TlsError: an unknown mode, optional or required without a ca-file, or a file that
+                cannot be loaded, with OpenSSL's reason.
+        """
+        modes = {"none": lib.SPL_TLS_VERIFY_NONE, "optional": lib.SPL_TLS_VERIFY_OPTIONAL,
+                 "required": lib.SPL_TLS_VERIFY_REQUIRED}
+        if mode not in modes:
+            raise TlsError(f"unknown verify mode {mode!r} (none, optional or required)")
+        err = ffi.new("char[512]")
+        rc = lib.spl_tls_ctx_verify(self._c, modes[mode], os.fsencode(ca_file) if ca_file else ffi.NULL,
+                                    os.fsencode(crl_file) if crl_file else ffi.NULL, err, 512)
+        if rc != 0:
+            raise TlsError(ffi.string(err).decode("utf-8", "replace") or os.strerror(-rc))
 
     VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
     """haproxy's names of the TLS versions splicer speaks (ssl-min-ver / ssl-max-ver)."""

@@ -365,6 +365,11 @@ class Engine:
         """
         self._h.tls_ctx(index, ctx)
 
+    def tls_info(self, sock) -> binding.TlsInfo | None:
+        """What the handshake of `sock`'s TLS session settled, once the job that completed it
+        was reaped; None without a session or before (engine.h spl_tls_info)."""
+        return self._h.tls_info(sock.fileno(), self.gen(sock))
+
     def express_rules(self, index: int, edits: tuple) -> bool:
         """Have the engine make the request rules `edits` (http/rules.py plain_edits()) on
         each request of express backend `index`, before any job names it (engine.h

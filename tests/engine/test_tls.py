@@ -96,10 +96,12 @@ def close_job(e, sock, done):
     return e.submit(sock.fileno(), -1, 0, JOB_TLS_CLOSE, src_gen=e.gen(sock), done=done)
 
 
-def tls_client(pki, w: socket.socket) -> ssl.SSLSocket:
+def tls_client(ctx: ssl.SSLContext, w: socket.socket, server_name: str | None = "localhost",
+               session: ssl.SSLSession | None = None) -> ssl.SSLSocket:
+    """The client side of a session over the TCP socket w (blocking, 10 s timeouts)."""
     w.setblocking(True)
     w.settimeout(10)
-    return pki[1].wrap_socket(w, server_hostname="localhost")
+    return ctx.wrap_socket(w, server_hostname=server_name, session=session)
 
 
 def read_n(tw: ssl.SSLSocket, n: int) -> bytes:
@@ -153,7 +155,7 @@ def test_handshake_head_response_keep_alive_and_close_notify(net, pki, site):
     heads, sent, closed = [], [], []
 
     def client():
-        tw = tls_client(pki, w)
+        tw = tls_client(pki[1], w)
         tw.sendall(REQ)
         first = read_n(tw, len(RESP))
         tw.sendall(REQ.replace(b"/a", b"/b"))
@@ -192,7 +194,7 @@ def test_pipelined_heads_in_one_record_are_read_from_the_session(net, pki, site)
     two = REQ + REQ.replace(b"/a", b"/b")
 
     def client():
-        tw = tls_client(pki, w)
+        tw = tls_client(pki[1], w)
         tw.sendall(two)  # one write: one record
         return tw
 
@@ -220,7 +222,7 @@ def test_bodies_are_copied_both_ways_byte_exact(net, pki, site):
     rhead = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(down)
 
     def client():
-        tw = tls_client(pki, w)
+        tw = tls_client(pki[1], w)
         tw.sendall(head + up)
         got = read_n(tw, len(rhead) + len(down))
         tw.close()
@@ -256,7 +258,7 @@ def test_a_spliced_body_on_a_session_is_refused(net, pki, site):
     heads, jobs = [], []
 
     def client():
-        tw = tls_client(pki, w)
+        tw = tls_client(pki[1], w)
         tw.sendall(REQ + b"x" * 100)
         return tw
 
@@ -313,7 +315,7 @@ def test_a_client_gone_before_its_head_ends_the_job_and_the_close_frees_the_sess
     heads, closed = [], []
 
     def client():
-        tw = tls_client(pki, w)
+        tw = tls_client(pki[1], w)
         if notify:
             tw.unwrap()
         tw.close()
@@ -355,9 +357,7 @@ def served_cn(farm_certs, net, default, server_name, alpn=None):
     heads = []
 
     def client():
-        w.setblocking(True)
-        w.settimeout(10)
-        tw = client_ctx.wrap_socket(w, server_hostname=server_name)
+        tw = tls_client(client_ctx, w, server_name)
         cn = dict(x[0] for x in tw.getpeercert()["subject"])["commonName"]
         proto = tw.selected_alpn_protocol()
         tw.sendall(REQ)
@@ -428,9 +428,7 @@ def exchange(net, pki, server_ctx, client_ctx=None, session=None):
     heads, sent = [], []
 
     def client():
-        w.setblocking(True)
-        w.settimeout(10)
-        tw = client_ctx.wrap_socket(w, server_hostname="localhost", session=session)
+        tw = tls_client(client_ctx, w, session=session)
         try:
             tw.sendall(REQ)
             assert read_n(tw, len(RESP)) == RESP  # (a TLS 1.3 ticket comes before it)
@@ -504,3 +502,108 @@ def test_a_second_connection_resumes_the_first_session(net, pki, tuned, version)
     assert first[0] == version and not first[3]
     second = exchange(net, pki, server, session=first[2])
     assert second[3], "the second handshake was a full one"
+
+
+# ---- client certificates and what a handshake settled (the ssl_fc_* / ssl_c_* fetches) ----
+
+@pytest.fixture(scope="module")
+def client_pki(tmp_path_factory):
+    """A CA, a client certificate it signed (CN client-1), and one of another CA."""
+    d = tmp_path_factory.mktemp("clients")
+
+    def sh(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    for ca in ("ca", "rogue"):
+        sh("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+           str(d / f"{ca}.key"), "-out", str(d / f"{ca}.crt"), "-days", "2", "-subj", f"/O=Test/CN={ca}-root")
+        sh("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+           str(d / f"{ca}-client.key"), "-out", str(d / f"{ca}-client.csr"), "-subj", "/O=Test/CN=client-1")
+        sh("x509", "-req", "-in", str(d / f"{ca}-client.csr"), "-CA", str(d / f"{ca}.crt"), "-CAkey",
+           str(d / f"{ca}.key"), "-CAcreateserial", "-out", str(d / f"{ca}-client.crt"), "-days", "2")
+    return d
+
+
+def client_with_cert(pki, client_pki, which: str | None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(pki[0] / "site.crt"))
+    if which:
+        ctx.load_cert_chain(str(client_pki / f"{which}-client.crt"), str(client_pki / f"{which}-client.key"))
+    return ctx
+
+
+def info_after(net, pki, server_ctx, client_ctx, alpn=None):
+    """A request through the engine; (the client's (version, cipher), the engine's TlsInfo),
+    or the client's SSLError (the handshake failed) with the engine's head completion."""
+    if alpn:
+        client_ctx.set_alpn_protocols(alpn)
+    w, src = net.tcp()
+    heads = []
+
+    def client():
+        tw = tls_client(client_ctx, w)
+        try:
+            tw.sendall(REQ)
+            tw.recv(1)  # (TLS 1.3: the server's verdict on a client certificate comes after)
+            return tw.version(), tw.cipher()[0]
+        finally:
+            tw.close()
+
+    async def main():
+        async with serving(server_ctx, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            info = e.tls_info(src)
+            if heads[0].end == JobEnd.DONE:
+                send_job(e, src, RESP, lambda c: None)
+            try:
+                return await asyncio.wait_for(cl, 10), info, heads[0]
+            except ssl.SSLError as exc:
+                return exc, info, heads[0]
+
+    return run(main())
+
+
+def test_what_the_handshake_settled(net, pki, tuned, client_pki):
+    server = tuned()
+    server.alpn(["http/1.1"])
+    server.verify("optional", str(client_pki / "ca.crt"))
+    (version, cipher), info, head = info_after(net, pki, server, client_with_cert(pki, client_pki, "ca"),
+                                                alpn=["h2", "http/1.1"])
+    assert head.end == JobEnd.DONE
+    assert (info.version, info.cipher, info.sni, info.alpn) == (version, cipher, "localhost", "http/1.1")
+    assert not info.reused
+    assert info.cert_used and info.verify == 0
+    assert "CN = client-1" in info.c_s_dn and "CN = ca-root" in info.c_i_dn
+    der = ssl.PEM_cert_to_DER_cert((client_pki / "ca-client.crt").read_text())
+    assert info.c_sha1 == hashlib.sha1(der).digest()
+
+
+def test_optional_without_a_certificate_is_served(net, pki, tuned, client_pki):
+    server = tuned()
+    server.verify("optional", str(client_pki / "ca.crt"))
+    _, info, head = info_after(net, pki, server, client_with_cert(pki, client_pki, None))
+    assert head.end == JobEnd.DONE
+    assert (info.cert_used, info.c_s_dn, info.c_sha1, info.alpn) == (False, "", b"", "")
+
+
+@pytest.mark.parametrize("which", [None, "rogue"])
+def test_required_refuses_no_certificate_and_an_unknown_ca(net, pki, tuned, client_pki, which):
+    server = tuned()
+    server.verify("required", str(client_pki / "ca.crt"))
+    got, info, head = info_after(net, pki, server, client_with_cert(pki, client_pki, which))
+    assert isinstance(got, (ssl.SSLError, ConnectionResetError)), got
+    assert (head.end, head.errno) == (JobEnd.ERROR, 71) and not head.head  # EPROTO, no request
+    assert info is None
+
+
+def test_no_info_without_a_session_or_before_its_handshake(net, site):
+    w, src = net.tcp()
+
+    async def main():
+        async with engine(maxjobs=8, bufsize=4096) as e:
+            e.tls_context(0, site)
+            assert e.tls_info(src) is None  # no session
+            head_job(e, src, lambda c: None, first=30)
+            await asyncio.sleep(0.05)
+            return e.tls_info(src)  # a session, no handshake yet
+
+    assert run(main()) is None

@@ -202,6 +202,34 @@ int spl_tls_ctx_alpn(struct spl_tls_ctx *c, const uint8_t *protos, uint32_t len)
  * answers to without a crt-list filter). Returns how many, or -errno. */
 int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen);
 
+/* Client certificates (haproxy's bind `verify none|optional|required`, `ca-file`,
+ * `crl-file`): none asks for none; optional asks and verifies one the client sends;
+ * required refuses a handshake without one. The CAs of ca_file are trusted and named in
+ * the request; crl_file's revocations are checked for the whole chain. A certificate that
+ * fails verification fails the handshake (EPROTO). Returns 0, or -EINVAL with the reason in
+ * err[0..errlen) (a mode without a ca-file, a file that cannot be loaded). */
+enum spl_tls_verify {
+	SPL_TLS_VERIFY_NONE = 0,
+	SPL_TLS_VERIFY_OPTIONAL = 1,
+	SPL_TLS_VERIFY_REQUIRED = 2,
+};
+int spl_tls_ctx_verify(struct spl_tls_ctx *c, uint32_t mode, const char *ca_file, const char *crl_file,
+		       char *err, size_t errlen);
+
+/* What a session's handshake settled, for the ssl_fc_* and ssl_c_* fetches and the log. */
+struct spl_tls_info {
+	uint32_t version;    /* 0x0303 TLS 1.2, 0x0304 TLS 1.3 (ssl_fc_protocol) */
+	uint32_t reused;     /* 1: a resumed session (ssl_fc_session_reused) */
+	uint32_t cert_used;  /* 1: the client sent a certificate (ssl_c_used) */
+	int32_t verify;      /* its verification's X509_V_* result, 0 = OK (ssl_c_verify) */
+	char cipher[64];     /* ssl_fc_cipher */
+	char sni[256];       /* ssl_fc_sni ("" = none) */
+	char alpn[32];       /* ssl_fc_alpn ("" = none) */
+	char c_s_dn[256];    /* ssl_c_s_dn, ssl_c_i_dn: one line, "" without a certificate */
+	char c_i_dn[256];
+	uint8_t c_sha1[20];  /* ssl_c_sha1 */
+};
+
 /* TLS versions (SSL_CTX_set_{min,max}_proto_version values: 0x0303 TLS 1.2, 0x0304 TLS 1.3;
  * 0 = leave: TLS 1.2 floor, no ceiling; haproxy's ssl-min-ver / ssl-max-ver), the TLS 1.2
  * cipher list (OpenSSL's syntax; haproxy's `ciphers`), the TLS 1.3 cipher suites
@@ -485,6 +513,11 @@ int spl_xrules(struct spl_engine *e, uint32_t xbe, const uint8_t *prog, uint32_t
  * before any job names it; the caller keeps it alive while the engine lives. -EINVAL for a
  * bad index or a NULL context, -EBUSY when the index is set already. */
 int spl_engine_tls_ctx(struct spl_engine *e, uint32_t idx, struct spl_tls_ctx *c);
+
+/* The TLS session on `fd` (named with generation gen): what its handshake settled, once
+ * the job whose read completed it has posted its completion. Read from the caller's thread
+ * after reaping that completion. -ENOENT: no session, or no handshake through yet. */
+int spl_tls_info(const struct spl_engine *e, int fd, uint32_t gen, struct spl_tls_info *out);
 
 /* Whether the program prog[0..len) is a whole one spl_xrules() takes: 0, else -EINVAL.
  * Any thread (xhead.c). */
