@@ -124,6 +124,8 @@ struct spl_dir {
 	int dst;               /* fd written by this direction */
 	uint8_t done;          /* this direction reached its end */
 	uint8_t wait;          /* enum spl_wait: what it last blocked on */
+	uint32_t have, off;    /* a copied tunnel: bytes in this direction's half of the out
+	                        * buffer, of which written */
 };
 
 struct spl_slot {
@@ -905,12 +907,93 @@ static int spl_listen(struct spl_engine *e, struct spl_slot *s, struct spl_dir *
 	return -1;
 }
 
+/* Ends the writing half of `fd` after its last byte: a FIN, or a TLS session's close_notify
+ * (after which nothing more can be written to it; the reading half stays). */
+static void spl_shut_wr(struct spl_engine *e, int fd)
+{
+	struct spl_tls *t = e->fds[fd].tls;
+
+	if (t != NULL)
+		spl_tls_notify(t);
+	else
+		shutdown(fd, SHUT_WR); /* ENOTCONN only means the peer is fully gone */
+}
+
+/* One direction of a copied tunnel (SPL_JOB_TUNNEL with SPL_JOB_COPY: a TLS side, or no pipe):
+ * recv into its half of the out buffer, send it on, until it would block, ends or used its
+ * share of the budget. Returns 0, or -1 when it finished the job (an error). */
+static int spl_tunnel_copy(struct spl_engine *e, struct spl_slot *s, int d)
+{
+	struct spl_dir *dir = &s->dir[d];
+	uint32_t cap = e->cfg.bufsize / 2;
+	char *buf = spl_obuf_of(e, s) + (size_t)d * cap;
+	uint64_t turn = 0;
+	ssize_t n;
+
+	for (;;) {
+		while (dir->off < dir->have) {
+			n = spl_send(e, dir->dst, buf + dir->off, dir->have - dir->off);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && errno == EAGAIN) {
+				dir->wait = SPL_WAIT_DST;
+				return 0;
+			}
+			if (n == -1) {
+				spl_finish(e, s, SPL_END_ERROR, -errno, d == 0 ? SPL_SIDE_DST : SPL_SIDE_SRC);
+				return -1;
+			}
+			dir->off += (uint32_t)n;
+			dir->moved += (uint64_t)n;
+			turn += (uint64_t)n;
+			spl_progress_n(e, s, (uint64_t)n);
+		}
+		dir->have = dir->off = 0;
+		if (turn >= e->budget) {
+			spl_make_ready(e, s);
+			return 0;
+		}
+		if (spl_is_quiet(e, dir->src)) {
+			dir->wait = SPL_WAIT_SRC;
+			return 0;
+		}
+		n = spl_recv(e, dir->src, buf, cap, 0);
+		spl_saw_read(e, dir->src, cap, n, 0);
+		if (n > 0) {
+			dir->have = (uint32_t)n;
+			continue;
+		}
+		if (n == 0) { /* the end of this way: passed on once all its bytes went */
+			spl_shut_wr(e, dir->dst);
+			dir->done = 1;
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			dir->wait = SPL_WAIT_SRC;
+			return 0;
+		}
+		spl_finish(e, s, SPL_END_ERROR, -errno, d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
+		return -1;
+	}
+}
+
 /* Runs a tunnel: both directions until each would block, ends or uses its budget; finishes
  * the job once both reached EOF. */
 static void spl_run_tunnel(struct spl_engine *e, struct spl_slot *s)
 {
 	struct spl_move mv;
 	int d;
+
+	if (s->job.flags & SPL_JOB_COPY) {
+		for (d = 0; d < 2; d++)
+			if (!s->dir[d].done && spl_tunnel_copy(e, s, d) != 0)
+				return;
+		if (s->dir[0].done && s->dir[1].done)
+			spl_finish(e, s, SPL_END_DONE, 0, SPL_SIDE_SRC);
+		return;
+	}
 
 	for (d = 0; d < 2; d++) {
 		struct spl_dir *dir = &s->dir[d];
@@ -1876,7 +1959,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 {
 	struct spl_slot *s = &e->slots[e->free_head];
 	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
-	int needs_pipe = tunnel || (spl_has_body(job) && !(job->flags & SPL_JOB_COPY));
+	int needs_pipe = !(job->flags & SPL_JOB_COPY) && (tunnel || spl_has_body(job));
 	/* a TLS client takes no express lane (yet): its requests come to the caller */
 	int tls_cli = job->tls_ctx != 0 || spl_tls_of(e, job->cli_fd, job->cli_gen) != NULL ||
 		      spl_tls_of(e, job->src_fd, job->src_gen) != NULL;
@@ -2430,9 +2513,11 @@ static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
 		return 0;
 	if ((job->flags & SPL_JOB_CHUNKED) && (job->flags & (SPL_JOB_TUNNEL | SPL_JOB_SHUT_WR_ON_EOF | SPL_JOB_COPY)))
 		return 0;
-	if (job->flags & SPL_JOB_TUNNEL)
+	if (job->flags & SPL_JOB_TUNNEL) /* copied: through the out buffer, half a way */
 		return job->src_fd >= 0 && job->dst_fd >= 0 && job->src_fd != job->dst_fd &&
-		       job->out_len == 0 && job->head_fd < 0 && !(job->flags & SPL_JOB_COPY);
+		       job->out_len == 0 && job->head_fd < 0 &&
+		       (!(job->flags & SPL_JOB_COPY) ||
+			(job->out_buf >= 0 && (uint32_t)job->out_buf < e->cfg.nbufs && e->cfg.bufsize >= 2));
 	if (!body && job->out_len == 0 && job->head_fd < 0)
 		return 0; /* nothing to do */
 	if (body && (job->src_fd < 0 || job->dst_fd < 0 || job->src_fd == job->dst_fd))

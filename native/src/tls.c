@@ -522,6 +522,13 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 	return -1;
 }
 
+void spl_tls_notify(struct spl_tls *t)
+{
+	if (SSL_is_init_finished(t->ssl) && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN))
+		(void)SSL_shutdown(t->ssl); /* one try: the socket may be full or gone */
+	ERR_clear_error();
+}
+
 void spl_tls_free(struct spl_tls *t, int notify)
 {
 	if (t == NULL)
@@ -641,6 +648,11 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len)
 	(void)len;
 	errno = ENOTSUP;
 	return -1;
+}
+
+void spl_tls_notify(struct spl_tls *t)
+{
+	(void)t;
 }
 
 void spl_tls_free(struct spl_tls *t, int notify)

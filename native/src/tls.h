@@ -29,6 +29,10 @@ ssize_t spl_tls_send(struct spl_tls *t, const void *buf, size_t len);
  * read through it succeeded (the handshake is through), else -ENOENT. */
 int spl_tls_info_of(const struct spl_tls *t, struct spl_tls_info *out);
 
+/* Sends close_notify once (one try, never waiting): the session's writing half ends, as a
+ * FIN ends a plain socket's; reading goes on. */
+void spl_tls_notify(struct spl_tls *t);
+
 /* Frees the session; with `notify` and a complete handshake, first tries once to send
  * close_notify (never waits). */
 void spl_tls_free(struct spl_tls *t, int notify);

@@ -17,11 +17,11 @@ import subprocess
 import pytest
 
 from splicer.engine import binding
-from splicer.engine.binding import JOB_COPY, JOB_TLS_CLOSE, TlsContext
+from splicer.engine.binding import JOB_COPY, JOB_TLS_CLOSE, JOB_TUNNEL, TlsContext
 from splicer.engine.engine import JobEnd, ms
 from splicer.errors import TlsError
 
-from .conftest import engine, recv_exact, run, send, settle
+from .conftest import engine, recv_exact, recv_to_eof, run, send, settle
 
 pytestmark = [pytest.mark.timeout(60),
               pytest.mark.skipif(not binding.TLS, reason="the engine was built without OpenSSL (libssl-dev)")]
@@ -607,3 +607,45 @@ def test_no_info_without_a_session_or_before_its_handshake(net, site):
             return e.tls_info(src)  # a session, no handshake yet
 
     assert run(main()) is None
+
+
+# ---- tunnels (an upgraded connection): copied through the session ------------------------
+
+def test_a_tunnel_between_a_session_and_a_plain_socket(net, pki, site):
+    """After an upgrade's head, the TLS client and a plain server talk both ways through a
+    copied tunnel; each end passes on as the other's: the client's close_notify as a FIN, the
+    server's FIN as close_notify. A spliced tunnel on the session is refused."""
+    w, src = net.tcp()
+    origin, srv = net.tcp()
+    up, down = os.urandom(200_000), os.urandom(300_000)
+    heads, refused = [], []
+
+    def client():
+        tw = tls_client(pki[1], w)
+        tw.sendall(REQ)
+        tw.sendall(up)
+        got = read_n(tw, len(down))
+        end = tw.recv(10)  # the server's FIN, passed on as close_notify
+        tw.unwrap()  # our close_notify: the server sees its end of stream
+        tw.close()
+        return got, end
+
+    async def main():
+        async with serving(site, client, maxjobs=8, bufsize=16384) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            e.submit(src.fileno(), srv.fileno(), 0, JOB_TUNNEL, src_gen=e.gen(src), dst_gen=e.gen(srv),
+                     done=refused.append)
+            await settle(lambda: refused, 10, "the spliced tunnel's refusal")
+            _, fut = e.submit(src.fileno(), srv.fileno(), 0, JOB_TUNNEL | JOB_COPY, src_gen=e.gen(src),
+                              dst_gen=e.gen(srv))
+            got_up = await asyncio.wait_for(recv_exact(origin, len(up)), 10)
+            await send(origin, down, shut=True)
+            assert await asyncio.wait_for(recv_to_eof(origin), 10) == b""  # the client's close_notify
+            tunnel = await asyncio.wait_for(fut, 10)
+            return got_up, await asyncio.wait_for(cl, 10), tunnel
+
+    got_up, (got_down, end), tunnel = run(main())
+    assert (refused[0].end, refused[0].errno) == (JobEnd.ERROR, 93)  # EPROTONOSUPPORT
+    assert got_up == up and got_down == down and end == b""
+    assert (tunnel.end, tunnel.bytes_fwd, tunnel.bytes_rev) == (JobEnd.DONE, len(up), len(down))

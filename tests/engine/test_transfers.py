@@ -185,10 +185,12 @@ def test_peer_closes_before_count(net, blob, kind, how, sent):
 
 # ---- 4. two-way tunnel with half-closes --------------------------------------------------
 
+@pytest.mark.parametrize("copy", [False, True], ids=["spliced", "copied"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("first", ["a", "b"])
-def test_tunnel_half_close_then_other_way_continues(net, blob, kind, first):
-    """One direction finishes (its writer shuts down write) while the other keeps streaming."""
+def test_tunnel_half_close_then_other_way_continues(net, blob, kind, first, copy):
+    """One direction finishes (its writer shuts down write) while the other keeps streaming;
+    spliced, or copied through the job's out buffer (SPL_JOB_TUNNEL with SPL_JOB_COPY)."""
     ap, a = net.pair(kind)       # ap: client peer, a: the job's src_fd
     b, bp = net.pair(kind)       # b: the job's dst_fd, bp: server peer
     X, Y = 3 * MiB + 7, 5 * MiB + 11
@@ -200,7 +202,7 @@ def test_tunnel_half_close_then_other_way_continues(net, blob, kind, first):
 
     async def main():
         async with engine(maxjobs=2, maxpipes=4) as eng:
-            t = asyncio.create_task(eng.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True)))
+            t = asyncio.create_task(eng.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True, copy=copy)))
             (w1, r1, d1), (w2, r2, d2) = ways
             # way 1 streams and half-closes; its reader sees EOF right after the last byte
             _, got1 = await asyncio.wait_for(asyncio.gather(send(w1, d1, shut=True), recv_to_eof(r1)), 10)
@@ -221,8 +223,9 @@ def test_tunnel_half_close_then_other_way_continues(net, blob, kind, first):
     assert_done(c, X, Y)
 
 
+@pytest.mark.parametrize("copy", [False, True], ids=["spliced", "copied"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_tunnel_both_ways_at_once(net, blob, kind):
+def test_tunnel_both_ways_at_once(net, blob, kind, copy):
     ap, a = net.pair(kind)
     b, bp = net.pair(kind)
     X, Y = 6 * MiB + 1, 4 * MiB + 2
@@ -230,7 +233,7 @@ def test_tunnel_both_ways_at_once(net, blob, kind):
 
     async def main():
         async with engine(maxjobs=2, maxpipes=4) as eng:
-            t = asyncio.create_task(eng.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True)))
+            t = asyncio.create_task(eng.splice(SpliceJob(a.fileno(), b.fileno(), tunnel=True, copy=copy)))
             _, _, gx, gy = await asyncio.wait_for(asyncio.gather(
                 send(ap, xdata, shut=True), send(bp, ydata, shut=True), recv_to_eof(bp), recv_to_eof(ap)), 20)
             assert gx == xdata and gy == ydata

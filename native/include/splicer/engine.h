@@ -245,14 +245,16 @@ int spl_tls_ctx_tune(struct spl_tls_ctx *c, uint32_t min_ver, uint32_t max_ver, 
 
 /* Job flags (struct spl_job.flags). */
 enum spl_job_flag {
-	SPL_JOB_TUNNEL = 1,         /* two-way: src<->dst until both directions reached EOF */
+	SPL_JOB_TUNNEL = 1,         /* two-way: src<->dst until both directions reached EOF;
+	                             * with SPL_JOB_COPY, copied through the out buffer (half a
+	                             * way: a TLS side, whose records a pipe cannot carry) */
 	SPL_JOB_SHUT_WR_ON_EOF = 2, /* one-way until EOF: shutdown(dst, SHUT_WR) at EOF */
 	SPL_JOB_CHUNKED = 4,        /* one chunked body, forwarded verbatim: the engine reads the
 	                             * framing lines (spl_chunk_line) and splices lines and data;
 	                             * max_bytes is ignored */
 	SPL_JOB_COPY = 8,           /* move the body by copying it through the job's out buffer
 	                             * (recv/send) rather than through a pipe: cheaper for small
-	                             * bodies; needs out_buf; not with TUNNEL or CHUNKED */
+	                             * bodies; needs out_buf; not with CHUNKED */
 	SPL_JOB_SKIP_EMPTY = 16,    /* head phase: drop empty lines before the head (a request:
 	                             * RFC 9112 section 2.2) */
 	SPL_JOB_THEN_HEAD = 32,     /* once every phase completed, post this job's completion and
