@@ -376,6 +376,12 @@ static uint64_t spl_due_ms(const struct spl_slot *s)
 		return m ? s->phase_ms + m : UINT64_MAX;
 	}
 	m = j->src_idle_ms;
+	if (j->flags & SPL_JOB_DISCARD) { /* dst_idle_ms: the whole discard's limit */
+		uint64_t idle = m ? s->last_ms + m : UINT64_MAX;
+		uint64_t whole = j->dst_idle_ms ? s->phase_ms + j->dst_idle_ms : UINT64_MAX;
+
+		return idle < whole ? idle : whole;
+	}
 	if (!(j->flags & SPL_JOB_TUNNEL) && j->dst_idle_ms && (m == 0 || j->dst_idle_ms < m))
 		m = j->dst_idle_ms;
 	return m ? s->last_ms + m : UINT64_MAX;
@@ -802,6 +808,37 @@ static void spl_progress_n(struct spl_engine *e, struct spl_slot *s, uint64_t n)
 	}
 }
 
+/* Before a read of dir's src in a loop that moved `turn` bytes so far: 1 when it may read,
+ * 0 when the job leaves the rest for its next turn (its budget is used: the ready list) or
+ * waits for a read event (the socket was found empty, no event since). */
+static int spl_may_read(struct spl_engine *e, struct spl_slot *s, struct spl_dir *dir, uint64_t turn)
+{
+	if (turn >= e->budget) {
+		spl_make_ready(e, s);
+		return 0;
+	}
+	if (spl_is_quiet(e, dir->src)) {
+		dir->wait = SPL_WAIT_SRC;
+		return 0;
+	}
+	return 1;
+}
+
+/* After a read of dir's src failed (-1, errno set): 1 when it is to be tried again (EINTR:
+ * nothing was read), 0 when the direction now waits for src (EAGAIN) or the job was
+ * finished (another error, on `side`). */
+static int spl_read_again(struct spl_engine *e, struct spl_slot *s, struct spl_dir *dir, uint32_t side)
+{
+	if (errno == EINTR)
+		return 1;
+	if (errno == EAGAIN) {
+		dir->wait = SPL_WAIT_SRC;
+		return 0;
+	}
+	spl_finish(e, s, SPL_END_ERROR, -errno, side);
+	return 0;
+}
+
 /* Runs a chunked body (SPL_JOB_CHUNKED). Each framing line (size line, the CRLF after the
  * data, a trailer line) is read out of src into the slot's line buffer: a peek finds its end
  * so nothing past it is taken, and a partial line is taken too, because bytes left waiting
@@ -838,13 +875,8 @@ static int spl_run_chunked(struct spl_engine *e, struct spl_slot *s)
 		/* a framing line: find its end without taking anything past it */
 		n = recv(dir->src, line + s->line_len, SPL_CHUNK_MAX_LINE - s->line_len, MSG_PEEK);
 		if (n == -1) {
-			if (errno == EINTR)
+			if (spl_read_again(e, s, dir, SPL_SIDE_SRC))
 				continue;
-			if (errno == EAGAIN) {
-				dir->wait = SPL_WAIT_SRC;
-				return 0;
-			}
-			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_SRC);
 			return 0;
 		}
 		if (n == 0) {
@@ -949,14 +981,8 @@ static int spl_tunnel_copy(struct spl_engine *e, struct spl_slot *s, int d)
 			spl_progress_n(e, s, (uint64_t)n);
 		}
 		dir->have = dir->off = 0;
-		if (turn >= e->budget) {
-			spl_make_ready(e, s);
+		if (!spl_may_read(e, s, dir, turn))
 			return 0;
-		}
-		if (spl_is_quiet(e, dir->src)) {
-			dir->wait = SPL_WAIT_SRC;
-			return 0;
-		}
 		n = spl_recv(e, dir->src, buf, cap, 0);
 		spl_saw_read(e, dir->src, cap, n, 0);
 		if (n > 0) {
@@ -968,14 +994,9 @@ static int spl_tunnel_copy(struct spl_engine *e, struct spl_slot *s, int d)
 			dir->done = 1;
 			return 0;
 		}
-		if (errno == EINTR)
+		if (spl_read_again(e, s, dir, d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST))
 			continue;
-		if (errno == EAGAIN) {
-			dir->wait = SPL_WAIT_SRC;
-			return 0;
-		}
-		spl_finish(e, s, SPL_END_ERROR, -errno, d == 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
-		return -1;
+		return s->active ? 0 : -1; /* waiting, or finished by the error */
 	}
 }
 
@@ -1138,25 +1159,14 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 		s->copy_have = s->copy_off = 0;
 		if (dir->left == 0)
 			return 1;
-		if (turn >= e->budget) {
-			spl_make_ready(e, s);
+		if (!spl_may_read(e, s, dir, turn))
 			return 0;
-		}
-		if (spl_is_quiet(e, dir->src)) { /* found empty, no read event since */
-			dir->wait = SPL_WAIT_SRC;
-			return 0;
-		}
 		want = dir->left < e->cfg.bufsize ? (size_t)dir->left : e->cfg.bufsize;
 		n = spl_recv(e, dir->src, buf, want, 0);
 		spl_saw_read(e, dir->src, want, n, 0);
 		if (n == -1) {
-			if (errno == EINTR)
-				continue; /* interrupted before anything was read: again */
-			if (errno == EAGAIN) { /* nothing to read now: wait for src */
-				dir->wait = SPL_WAIT_SRC;
-				return 0;
-			}
-			spl_finish(e, s, SPL_END_ERROR, -errno, SPL_SIDE_SRC);
+			if (spl_read_again(e, s, dir, SPL_SIDE_SRC))
+				continue;
 			return 0;
 		}
 		if (n == 0) {
@@ -1171,6 +1181,49 @@ static int spl_run_copy(struct spl_engine *e, struct spl_slot *s)
 		s->copy_have = (uint32_t)n;
 		if (dir->left != UINT64_MAX)
 			dir->left -= (uint64_t)n;
+	}
+}
+
+/* BODY phase of SPL_JOB_DISCARD: reads src and drops the bytes, never asking for more than
+ * are left: in the kernel (recv MSG_TRUNC: nothing copied), or decrypted through the socket's
+ * TLS session into the slot's line buffer. Returns as spl_run_splice(). */
+static int spl_run_discard(struct spl_engine *e, struct spl_slot *s)
+{
+	struct spl_dir *dir = &s->dir[0];
+	char *line = e->lines + (size_t)(s - e->slots) * SPL_CHUNK_MAX_LINE;
+	int tls = e->fds[dir->src].tls != NULL;
+	uint64_t turn = 0;
+	size_t want;
+	ssize_t n;
+
+	for (;;) {
+		if (dir->left == 0)
+			return 1;
+		if (!spl_may_read(e, s, dir, turn))
+			return 0;
+		want = tls ? SPL_CHUNK_MAX_LINE : (size_t)1 << 20;
+		if (dir->left < (uint64_t)want)
+			want = (size_t)dir->left;
+		n = tls ? spl_recv(e, dir->src, line, want, 0) : recv(dir->src, line, want, MSG_TRUNC | MSG_DONTWAIT);
+		spl_saw_read(e, dir->src, want, n, 0);
+		if (n > 0) {
+			if (dir->left != UINT64_MAX)
+				dir->left -= (uint64_t)n;
+			dir->moved += (uint64_t)n;
+			turn += (uint64_t)n;
+			spl_progress_n(e, s, (uint64_t)n);
+			continue;
+		}
+		if (n == 0) {
+			if (dir->left != UINT64_MAX) {
+				spl_finish(e, s, SPL_END_PEER_CLOSED, 0, SPL_SIDE_SRC);
+				return 0;
+			}
+			return 1;
+		}
+		if (spl_read_again(e, s, dir, SPL_SIDE_SRC))
+			continue;
+		return 0;
 	}
 }
 
@@ -1899,6 +1952,8 @@ static void spl_run(struct spl_engine *e, struct spl_slot *s)
 		case SPL_PHASE_BODY:
 			if (s->job.flags & SPL_JOB_CHUNKED)
 				through = spl_run_chunked(e, s);
+			else if (s->job.flags & SPL_JOB_DISCARD)
+				through = spl_run_discard(e, s);
 			else if (s->job.flags & SPL_JOB_COPY)
 				through = spl_run_copy(e, s);
 			else
@@ -1959,7 +2014,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 {
 	struct spl_slot *s = &e->slots[e->free_head];
 	int tunnel = (job->flags & SPL_JOB_TUNNEL) != 0;
-	int needs_pipe = !(job->flags & SPL_JOB_COPY) && (tunnel || spl_has_body(job));
+	int needs_pipe = !(job->flags & (SPL_JOB_COPY | SPL_JOB_DISCARD)) && (tunnel || spl_has_body(job));
 	/* a TLS client takes no express lane (yet): its requests come to the caller */
 	int tls_cli = job->tls_ctx != 0 || spl_tls_of(e, job->cli_fd, job->cli_gen) != NULL ||
 		      spl_tls_of(e, job->src_fd, job->src_gen) != NULL;
@@ -2001,6 +2056,7 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	}
 	s->active = 1;
 	s->last_ms = e->now_ms;
+	s->phase_ms = e->now_ms; /* (SPL_JOB_DISCARD: the start of its whole limit) */
 	e->active++;
 	s->dir[0].src = job->src_fd;
 	s->dir[0].dst = job->dst_fd;
@@ -2118,6 +2174,10 @@ static int spl_expire(struct spl_engine *e, struct spl_slot *s)
 		return 0;
 	}
 	idle = e->now_ms - s->last_ms;
+	if ((s->job.flags & SPL_JOB_DISCARD) && s->job.dst_idle_ms && e->now_ms - s->phase_ms >= s->job.dst_idle_ms) {
+		spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC); /* the whole discard's limit */
+		return 1;
+	}
 	if (s->job.flags & SPL_JOB_TUNNEL) {
 		if (s->job.src_idle_ms && idle >= s->job.src_idle_ms) {
 			spl_finish(e, s, SPL_END_TIMEOUT, -ETIMEDOUT, SPL_SIDE_SRC);
@@ -2506,6 +2566,9 @@ static int spl_job_valid(const struct spl_engine *e, const struct spl_job *job)
 {
 	int body = spl_has_body(job);
 
+	if (job->flags & SPL_JOB_DISCARD) /* alone: a body read from src and dropped */
+		return job->flags == SPL_JOB_DISCARD && job->src_fd >= 0 && job->dst_fd < 0 && job->head_fd < 0 &&
+		       job->out_len == 0 && job->max_bytes > 0 && job->tls_ctx == 0;
 	if (job->flags & SPL_JOB_TLS_CLOSE) /* alone: no phase, no other flag */
 		return job->flags == SPL_JOB_TLS_CLOSE && job->src_fd >= 0 && job->src_gen != 0 &&
 		       job->dst_fd < 0 && job->head_fd < 0 && job->out_len == 0 && job->max_bytes == 0;

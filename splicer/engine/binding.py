@@ -632,6 +632,7 @@ JOB_SKIP_EMPTY = lib.SPL_JOB_SKIP_EMPTY
 JOB_THEN_HEAD = lib.SPL_JOB_THEN_HEAD
 JOB_RELAY = lib.SPL_JOB_RELAY
 JOB_TLS_CLOSE = lib.SPL_JOB_TLS_CLOSE
+JOB_DISCARD = lib.SPL_JOB_DISCARD
 TLS_CONTEXTS = lib.SPL_TLS_CTXS
 """TLS contexts one engine holds (tls_ctx indexes 0 .. TLS_CONTEXTS - 1)."""
 TLS = bool(lib.spl_tls_available())

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from splicer.engine import binding
-from splicer.engine.binding import JOB_COPY, JOB_TLS_CLOSE, JOB_TUNNEL, TlsContext
+from splicer.engine.binding import JOB_COPY, JOB_DISCARD, JOB_TLS_CLOSE, JOB_TUNNEL, TlsContext
 from splicer.engine.engine import JobEnd, ms
 from splicer.errors import TlsError
 
@@ -649,3 +649,28 @@ def test_a_tunnel_between_a_session_and_a_plain_socket(net, pki, site):
     assert (refused[0].end, refused[0].errno) == (JobEnd.ERROR, 93)  # EPROTONOSUPPORT
     assert got_up == up and got_down == down and end == b""
     assert (tunnel.end, tunnel.bytes_fwd, tunnel.bytes_rev) == (JobEnd.DONE, len(up), len(down))
+
+
+def test_a_discard_drops_a_sessions_bytes_until_its_close_notify(net, pki, site):
+    w, src = net.tcp()
+    heads = []
+
+    def client():
+        tw = tls_client(pki[1], w)
+        tw.sendall(REQ)
+        tw.sendall(os.urandom(500_000))  # a body nobody reads
+        tw.unwrap()
+        tw.close()
+
+    async def main():
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            _, fut = e.submit(src.fileno(), -1, binding.UNTIL_EOF, JOB_DISCARD, 5000, 0, src_gen=e.gen(src))
+            c = await asyncio.wait_for(fut, 10)
+            close_job(e, src, lambda c: None)  # (the client's unwrap waits for ours)
+            await asyncio.wait_for(cl, 10)
+            return c
+
+    c = run(main())
+    assert (c.end, c.bytes_fwd) == (JobEnd.DONE, 500_000)  # decrypted and dropped

@@ -274,6 +274,12 @@ enum spl_job_flag {
 	                             * between: struct spl_done.relayed says it did. Otherwise the
 	                             * job ends with the head as without the flag, and next_id's
 	                             * completion follows as SPL_END_CANCELLED. Counts as two jobs. */
+	SPL_JOB_DISCARD = 256,      /* alone (dst_fd -1): reads src and drops up to max_bytes
+	                             * (UINT64_MAX: until its end of stream), in the kernel (recv
+	                             * MSG_TRUNC) or through its TLS session; bytes_fwd counts
+	                             * them; src_idle_ms bounds each wait, dst_idle_ms the whole
+	                             * discard (a lingering close, RFC 9112 section 9.6; a body
+	                             * answered without being read) */
 	SPL_JOB_TLS_CLOSE = 128,    /* no phase: src_fd's TLS session (src_gen) sends close_notify
 	                             * (one try) and is freed; the caller closes the socket after
 	                             * the completion. DONE also when the socket had no session. */
