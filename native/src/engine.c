@@ -71,6 +71,8 @@ struct spl_fdreg {
 	                                * at its destination (spl_mute) */
 	struct spl_tls *tls;           /* the socket's TLS session (tls.c), NULL = plain; lives
 	                                * as long as the registration's generation */
+	uint8_t tls_ended;             /* its session was ended (SPL_JOB_TLS_CLOSE): the socket
+	                                * is only to be closed, never read or written plain */
 };
 
 #define SPL_EV_ALL (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET) /* a registration's events */
@@ -504,6 +506,10 @@ static ssize_t spl_recv(struct spl_engine *e, int fd, void *buf, size_t len, int
 
 	if (t != NULL)
 		return spl_tls_recv(t, buf, len, flags & MSG_PEEK);
+	if (e->fds[fd].tls_ended) {
+		errno = ESHUTDOWN; /* the session's records are not a plain socket's bytes */
+		return -1;
+	}
 	return recv(fd, buf, len, flags | MSG_DONTWAIT);
 }
 
@@ -513,6 +519,10 @@ static ssize_t spl_send(struct spl_engine *e, int fd, const void *buf, size_t le
 
 	if (t != NULL)
 		return spl_tls_send(t, buf, len);
+	if (e->fds[fd].tls_ended) {
+		errno = ESHUTDOWN; /* no plaintext where the peer expects records */
+		return -1;
+	}
 	return send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -595,6 +605,7 @@ static int spl_attach(struct spl_engine *e, struct spl_slot *s, int role, int fd
 			r->tls = NULL;
 			e->ntls--;
 		}
+		r->tls_ended = 0;
 		r->known = 0;
 		r->ended = 0;
 		atomic_store_explicit(&r->quiet, 0, memory_order_relaxed);
@@ -2009,6 +2020,29 @@ static int spl_tls_start(struct spl_engine *e, const struct spl_job *job)
 	return rc;
 }
 
+/* Whether job may use its sockets as their TLS state stands: 0, -ESHUTDOWN when a socket's
+ * session was ended (SPL_JOB_TLS_CLOSE: it is only to be closed, never read or written
+ * plain), -EPROTONOSUPPORT when a pipe would carry a session's records (a spliced or chunked
+ * body, a spliced tunnel). */
+static int spl_tls_check(const struct spl_engine *e, const struct spl_job *job, int needs_pipe)
+{
+	int fds[2] = {job->src_fd, job->dst_fd};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct spl_fdreg *r;
+
+		if (fds[i] < 0)
+			continue;
+		r = &e->fds[fds[i]];
+		if (r->tls_ended)
+			return -ESHUTDOWN;
+		if (r->tls != NULL && (needs_pipe || (job->flags & SPL_JOB_CHUNKED)))
+			return -EPROTONOSUPPORT;
+	}
+	return 0;
+}
+
 /* Starts a submitted job in a free slot (one exists: see spl_post). */
 static void spl_start(struct spl_engine *e, const struct spl_job *job)
 {
@@ -2068,10 +2102,18 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 	s->phase = SPL_PHASE_SEND;
 	if (job->flags & SPL_JOB_TLS_CLOSE) {
 		struct spl_tls *t = spl_tls_of(e, job->src_fd, job->src_gen);
+		int k, busy = 0;
 
+		for (k = 0; t != NULL && k < SPL_FD_USERS; k++)
+			busy |= e->fds[job->src_fd].users[k] != 0;
+		if (busy) { /* a job still uses the session: the caller ends it first */
+			spl_finish(e, s, SPL_END_ERROR, -EBUSY, SPL_SIDE_SRC);
+			return;
+		}
 		if (t != NULL) {
 			spl_tls_free(t, 1);
 			e->fds[job->src_fd].tls = NULL;
+			e->fds[job->src_fd].tls_ended = 1;
 			e->ntls--;
 		}
 		s->phase = SPL_PHASE_END;
@@ -2094,10 +2136,8 @@ static void spl_start(struct spl_engine *e, const struct spl_job *job)
 		rc = spl_attach(e, s, 1, job->dst_fd, job->dst_gen);
 	if (rc == 0 && job->tls_ctx != 0)
 		rc = spl_tls_start(e, job);
-	if (rc == 0 && (needs_pipe || (job->flags & SPL_JOB_CHUNKED)) &&
-	    ((job->src_fd >= 0 && e->fds[job->src_fd].tls != NULL) ||
-	     (job->dst_fd >= 0 && e->fds[job->dst_fd].tls != NULL)))
-		rc = -EPROTONOSUPPORT; /* a pipe cannot carry records made in user space */
+	if (rc == 0)
+		rc = spl_tls_check(e, job, needs_pipe);
 	if (rc != 0) {
 		spl_finish(e, s, SPL_END_ERROR, rc, s->reg[0] == -1 && job->src_fd >= 0 ? SPL_SIDE_SRC : SPL_SIDE_DST);
 		return;

@@ -13,6 +13,7 @@ import os
 import socket
 import ssl
 import subprocess
+import threading
 
 import pytest
 
@@ -674,3 +675,72 @@ def test_a_discard_drops_a_sessions_bytes_until_its_close_notify(net, pki, site)
 
     c = run(main())
     assert (c.end, c.bytes_fwd) == (JobEnd.DONE, 500_000)  # decrypted and dropped
+
+
+# ---- a session's end: nothing plain after it, and not under a running job ----------------
+
+def test_after_its_close_a_socket_is_neither_written_nor_read_plain(net, pki, site):
+    """SPL_JOB_TLS_CLOSE ends the session for good: a send, a head, a copy or a splice on the
+    socket afterwards (its generation unchanged) moves nothing (ESHUTDOWN), where a plain
+    write would reach a peer that expects records."""
+    w, src = net.tcp()
+    origin, srv = net.tcp()
+    heads, closed, after = [], [], []
+
+    def client():
+        tw = tls_client(pki[1], w)
+        tw.sendall(REQ)
+        assert tw.recv(10) == b""  # close_notify
+        w_raw = tw.unwrap()  # (the TLS layer is done: what comes now would be plain)
+        w_raw.settimeout(0.5)
+        try:
+            return w_raw.recv(100)
+        except TimeoutError:
+            return b""
+        finally:
+            w_raw.close()
+
+    async def main():
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)
+            await settle(lambda: heads, 10, "the head")
+            close_job(e, src, closed.append)
+            await settle(lambda: closed, 10, "the close")
+            send_job(e, src, RESP, after.append)
+            head_job(e, src, after.append, tls=False)
+            e.submit(src.fileno(), srv.fileno(), 10, JOB_COPY, src_gen=e.gen(src), dst_gen=e.gen(srv),
+                     done=after.append)
+            e.submit(srv.fileno(), src.fileno(), 10, 0, src_gen=e.gen(srv), dst_gen=e.gen(src), done=after.append)
+            await settle(lambda: len(after) == 4, 10, "the four refusals")
+            return await asyncio.wait_for(cl, 10)
+
+    plain = run(main())
+    assert closed[0].end == JobEnd.DONE
+    assert [(c.end, c.errno, c.bytes_fwd) for c in after] == [(JobEnd.ERROR, 108, 0)] * 4  # ESHUTDOWN
+    assert plain == b""  # not a byte in the clear
+
+
+def test_a_close_under_a_running_job_is_refused_and_the_session_lives_on(net, pki, site):
+    w, src = net.tcp()
+    heads, closed = [], []
+    go = threading.Event()
+
+    def client():
+        tw = tls_client(pki[1], w)
+        go.wait(10)
+        tw.sendall(REQ)
+        tw.close()
+
+    async def main():
+        async with serving(site, client, maxjobs=8, bufsize=4096) as (e, cl):
+            head_job(e, src, heads.append)  # waits for the request, holding the session
+            await asyncio.sleep(0.2)
+            close_job(e, src, closed.append)
+            await settle(lambda: closed, 10, "the refusal")
+            go.set()
+            await settle(lambda: heads, 10, "the head, through the session still")
+            await asyncio.wait_for(cl, 10)
+
+    run(main())
+    assert (closed[0].end, closed[0].errno) == (JobEnd.ERROR, 16)  # EBUSY
+    assert (heads[0].end, heads[0].head) == (JobEnd.DONE, REQ)

@@ -282,7 +282,10 @@ enum spl_job_flag {
 	                             * answered without being read) */
 	SPL_JOB_TLS_CLOSE = 128,    /* no phase: src_fd's TLS session (src_gen) sends close_notify
 	                             * (one try) and is freed; the caller closes the socket after
-	                             * the completion. DONE also when the socket had no session. */
+	                             * the completion, and a job naming it meanwhile (the same
+	                             * generation) moves nothing (-ESHUTDOWN: no plain byte where
+	                             * records are expected). -EBUSY while a job uses the socket.
+	                             * DONE also when the socket had no session. */
 };
 
 /* The phases of a job, in order; each is skipped when the job does not ask for it:
