@@ -18,7 +18,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "splicer/engine.h"
 #include "tls.h"
@@ -380,20 +382,64 @@ int spl_tls_ctx_names(const struct spl_tls_ctx *c, char *out, size_t outlen)
 	return count;
 }
 
+/* OpenSSL's socket BIO writes with write(2): a write to a peer that reset the connection
+ * raises SIGPIPE, which kills a process that does not ignore it. The engine's sessions write
+ * with send(MSG_NOSIGNAL) instead, as its plain writes do (spl_send); the rest is the socket
+ * BIO's. Made once, for the process. */
+static BIO_METHOD *spl_bio_method;
+static pthread_once_t spl_bio_once = PTHREAD_ONCE_INIT;
+
+static int spl_bio_write(BIO *b, const char *buf, int len)
+{
+	int fd = -1;
+	ssize_t n;
+
+	(void)BIO_get_fd(b, &fd);
+	n = send(fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	BIO_clear_retry_flags(b);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static void spl_bio_make(void)
+{
+	const BIO_METHOD *sock = BIO_s_socket();
+	BIO_METHOD *m = BIO_meth_new(BIO_TYPE_SOCKET, "splicer socket");
+
+	if (m == NULL)
+		return;
+	if (BIO_meth_set_write(m, spl_bio_write) != 1 || BIO_meth_set_read(m, BIO_meth_get_read(sock)) != 1 ||
+	    BIO_meth_set_puts(m, BIO_meth_get_puts(sock)) != 1 || BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock)) != 1 ||
+	    BIO_meth_set_create(m, BIO_meth_get_create(sock)) != 1 ||
+	    BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock)) != 1) {
+		BIO_meth_free(m);
+		return;
+	}
+	spl_bio_method = m;
+}
+
 int spl_tls_new(struct spl_tls_ctx *c, int fd, struct spl_tls **out)
 {
-	struct spl_tls *t = calloc(1, sizeof(*t));
+	struct spl_tls *t;
+	BIO *bio;
 
+	if (pthread_once(&spl_bio_once, spl_bio_make) != 0 || spl_bio_method == NULL)
+		return -ENOMEM;
+	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return -ENOMEM;
 	ERR_clear_error();
 	t->ssl = SSL_new(c->ctx);
-	if (t->ssl == NULL || SSL_set_fd(t->ssl, fd) != 1) {
+	bio = t->ssl != NULL ? BIO_new(spl_bio_method) : NULL;
+	if (bio == NULL) {
 		ERR_clear_error();
 		SSL_free(t->ssl);
 		free(t);
 		return -ENOMEM;
 	}
+	BIO_set_fd(bio, fd, BIO_NOCLOSE);
+	SSL_set_bio(t->ssl, bio, bio); /* the session owns it now */
 	SSL_set_accept_state(t->ssl);
 	*out = t;
 	return 0;
