@@ -12,7 +12,14 @@
  * peer's close_notify or an end of stream. Renegotiation is refused (SSL_OP_NO_RENEGOTIATION),
  * TLS 1.2 is the floor (haproxy's default), and idle connections keep no record buffers
  * (SSL_MODE_RELEASE_BUFFERS). Bodies on such a socket are copied: splice(2) cannot carry
- * user-space records.
+ * user-space records. Sessions write with send(MSG_NOSIGNAL) (spl_bio_write), never raising
+ * SIGPIPE.
+ *
+ * A bind's default context hands server names on to others (SNI: spl_tls_ctx_sni, names from
+ * certificates: spl_tls_ctx_names) and offers its ALPN list whichever answers
+ * (spl_tls_ctx_alpn); versions, ciphers and the session cache are tuned per context
+ * (spl_tls_ctx_tune), client certificates verified (spl_tls_ctx_verify). What a handshake
+ * settled is kept once, for the fetches (spl_tls_capture, spl_tls_info_of).
  */
 #define _GNU_SOURCE
 #include <errno.h>
